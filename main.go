@@ -1,0 +1,586 @@
+// Command burner is a self-hosted disposable-inbox appliance: it receives
+// mail over SMTP for its inbox domains, keeps it in one bbolt file and serves
+// it through a REST API.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"burner/server"
+	"burner/smtpd"
+	"burner/storage"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "burner:", err)
+		os.Exit(1)
+	}
+}
+
+// Config is burner's configuration; config.example.toml documents each key.
+type Config struct {
+	Data      string          `toml:"data"`
+	SMTP      SMTPConfig      `toml:"smtp"`
+	HTTP      HTTPConfig      `toml:"http"`
+	Retention RetentionConfig `toml:"retention"`
+	UI        UIConfig        `toml:"ui"`
+}
+
+type SMTPConfig struct {
+	Listen          string   `toml:"listen"`
+	Hostname        string   `toml:"hostname"`
+	Domains         []string `toml:"domains"`
+	MaxMessageBytes int64    `toml:"max_message_bytes"`
+	MaxRecipients   int      `toml:"max_recipients"`
+	TLSCert         string   `toml:"tls_cert"`
+	TLSKey          string   `toml:"tls_key"`
+}
+
+type HTTPConfig struct {
+	Listen string `toml:"listen"`
+}
+
+type RetentionConfig struct {
+	MaxAge      string `toml:"max_age"`
+	MaxPerInbox int    `toml:"max_per_inbox"`
+}
+
+type UIConfig struct {
+	Enabled bool `toml:"enabled"`
+	Public  bool `toml:"public"`
+}
+
+func defaultConfig() Config {
+	return Config{
+		Data: "burner.db",
+		SMTP: SMTPConfig{
+			Listen:          "127.0.0.1:2525",
+			Hostname:        "localhost",
+			Domains:         []string{},
+			MaxMessageBytes: 10 << 20,
+			MaxRecipients:   100,
+		},
+		HTTP:      HTTPConfig{Listen: "127.0.0.1:8080"},
+		Retention: RetentionConfig{MaxAge: "168h", MaxPerInbox: 1000},
+		UI:        UIConfig{Enabled: true},
+	}
+}
+
+// defaultConfigFile is read when --config is not given, if it exists.
+const defaultConfigFile = "burner.toml"
+
+// loadConfig applies, in order, the defaults, the config file (--config, or
+// ./burner.toml when it exists) and the flags the user set.
+func loadConfig(cmd *cobra.Command) (Config, error) {
+	cfg := defaultConfig()
+	path, _ := cmd.Flags().GetString("config")
+	explicit := cmd.Flags().Changed("config")
+	if !explicit {
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			path = defaultConfigFile
+		}
+	}
+	if path != "" {
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		if undecoded := md.Undecoded(); len(undecoded) > 0 {
+			keys := make([]string, len(undecoded))
+			for i, k := range undecoded {
+				keys[i] = k.String()
+			}
+			return Config{}, fmt.Errorf("config %s: unknown key(s): %s", path, strings.Join(keys, ", "))
+		}
+	}
+	flags := cmd.Flags()
+	if flags.Lookup("data") != nil && flags.Changed("data") {
+		cfg.Data, _ = flags.GetString("data")
+	}
+	if flags.Lookup("http") != nil && flags.Changed("http") {
+		cfg.HTTP.Listen, _ = flags.GetString("http")
+	}
+	if flags.Lookup("smtp") != nil && flags.Changed("smtp") {
+		cfg.SMTP.Listen, _ = flags.GetString("smtp")
+	}
+	if flags.Lookup("domain") != nil && flags.Changed("domain") {
+		cfg.SMTP.Domains, _ = flags.GetStringArray("domain")
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// validate reports every problem at once.
+func (c Config) validate() error {
+	var errs []error
+	if c.Data == "" {
+		errs = append(errs, errors.New("data: must name a file"))
+	}
+	for name, addr := range map[string]string{"smtp.listen": c.SMTP.Listen, "http.listen": c.HTTP.Listen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
+		}
+	}
+	for _, d := range c.SMTP.Domains {
+		if d == "" || strings.ContainsAny(d, "@ \t") {
+			errs = append(errs, fmt.Errorf("smtp.domains: %q is not a domain", d))
+		}
+	}
+	if c.SMTP.MaxMessageBytes <= 0 {
+		errs = append(errs, errors.New("smtp.max_message_bytes: must be positive"))
+	}
+	if c.SMTP.MaxRecipients <= 0 {
+		errs = append(errs, errors.New("smtp.max_recipients: must be positive"))
+	}
+	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
+		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))
+	}
+	if d, err := time.ParseDuration(c.Retention.MaxAge); err != nil || d < 0 {
+		errs = append(errs, fmt.Errorf("retention.max_age: %q is not a duration like \"168h\" or \"0\"", c.Retention.MaxAge))
+	}
+	if c.Retention.MaxPerInbox < 0 {
+		errs = append(errs, errors.New("retention.max_per_inbox: must be 0 (no cap) or more"))
+	}
+	return errors.Join(errs...)
+}
+
+// controlSocket is where a running server listens for the CLI: next to the
+// data file, so that each data file has its own.
+func controlSocket(data string) string { return data + ".sock" }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "burner",
+		Short:         "A self-hosted disposable-inbox appliance: SMTP in, REST API out, one bbolt file",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("config", "", "TOML config file (default ./"+defaultConfigFile+" when it exists, else built-in defaults)")
+	root.AddCommand(newServeCmd(), newKeysCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print burner's version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "burner", buildVersion())
+		},
+	}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
+func newServeCmd() *cobra.Command {
+	def := defaultConfig()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the SMTP daemon and the HTTP API",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, log, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.String("data", def.Data, "bbolt data file")
+	f.String("http", def.HTTP.Listen, "HTTP API listen address")
+	f.String("smtp", def.SMTP.Listen, "SMTP listen address")
+	f.StringArray("domain", nil, "inbox domain (repeat for several; default: accept any domain)")
+	return cmd
+}
+
+// app is a started burner: the file is open and every listener is bound.
+type app struct {
+	log                   *slog.Logger
+	db                    *storage.DB
+	smtpLn, httpLn, ctlLn net.Listener
+	mta                   *smtpd.Server
+	httpSrv, ctlSrv       *http.Server
+}
+
+// serve runs burner until ctx is done or a server fails. Notices meant for
+// the operator (the first API key) go to notice.
+func serve(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) error {
+	a, err := start(ctx, cfg, log, notice)
+	if err != nil {
+		return err
+	}
+	return a.run(ctx)
+}
+
+// start opens the data file and binds every listener, so that bind errors
+// surface before anything is served. On error it leaves nothing open.
+func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) (_ *app, err error) {
+	a := &app{log: log}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	a.db, err = storage.Open(cfg.Data, storage.Options{})
+	if errors.Is(err, storage.ErrLocked) {
+		return nil, fmt.Errorf("%w: is another burner serving %s?", err, cfg.Data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open data file: %w", err)
+	}
+	if err := ensureKey(ctx, a.db, notice); err != nil {
+		return nil, err
+	}
+	if len(cfg.SMTP.Domains) == 0 {
+		log.Warn("smtp.domains is empty: accepting mail for any domain")
+	}
+	if a.smtpLn, err = net.Listen("tcp", cfg.SMTP.Listen); err != nil {
+		return nil, fmt.Errorf("smtp listen: %w", err)
+	}
+	if a.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
+		return nil, err
+	}
+	a.mta = smtpd.New(a.db, smtpd.Options{
+		Hostname:        cfg.SMTP.Hostname,
+		Domains:         cfg.SMTP.Domains,
+		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
+		MaxRecipients:   cfg.SMTP.MaxRecipients,
+	}, log.With("component", "smtpd"))
+	api := server.New(a.db, server.Options{UI: cfg.UI.Enabled, Public: cfg.UI.Public}, log.With("component", "http"))
+	a.httpSrv = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      90 * time.Second, // room for a long poll of up to 60s
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
+	}
+	a.ctlSrv = &http.Server{Handler: api.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	return a, nil
+}
+
+// close releases what start opened, for a start that failed half-way.
+func (a *app) close() {
+	for _, ln := range []net.Listener{a.smtpLn, a.httpLn, a.ctlLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+	if a.db != nil {
+		a.db.Close()
+	}
+}
+
+// run serves until ctx is done or one server fails, then shuts down in
+// order and closes the data file.
+func (a *app) run(ctx context.Context) error {
+	defer a.db.Close() // 3. last, once nothing can write
+	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "http", a.httpLn.Addr().String(), "data", a.db.Path())
+	errc := make(chan error, 3)
+	go func() { errc <- a.mta.Serve(a.smtpLn) }()
+	go func() { errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn)) }()
+	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+	case runErr = <-errc: // one server died: stop the others, then report it
+		if runErr == nil {
+			runErr = errors.New("a server stopped unexpectedly")
+		}
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
+		a.log.Warn("smtp shutdown", "err", err)
+	}
+	if err := a.httpSrv.Shutdown(shutCtx); err != nil { // 2. then the API and the CLI
+		a.log.Warn("http shutdown", "err", err)
+	}
+	if err := a.ctlSrv.Shutdown(shutCtx); err != nil {
+		a.log.Warn("control shutdown", "err", err)
+	}
+	return runErr
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ensureKey creates and prints a first API key when there is none, so that
+// `burner serve` alone gives a usable appliance.
+func ensureKey(ctx context.Context, db *storage.DB, notice io.Writer) error {
+	keys, err := db.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		return nil
+	}
+	_, secret, err := db.CreateKey(ctx, "default")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(notice, "\nCreated the first API key, named \"default\"; it is shown only this once:\n\n    %s\n\nManage keys with `burner keys create --name NAME`, `burner keys list` and `burner keys revoke ID-or-NAME`.\n\n", secret)
+	return nil
+}
+
+// listenControl listens on the control socket with mode 0600: the file mode
+// is what keeps other users from managing keys.
+func listenControl(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s is in use: is another burner running?", path)
+	}
+	// Nothing answers: a socket left by a killed server.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	old := syscall.Umask(0o177) // the socket is created 0600, never briefly wider
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}
+
+// keyStore is what the keys commands need; *storage.DB and controlClient
+// (a running server, over its control socket) both provide it.
+type keyStore interface {
+	CreateKey(ctx context.Context, name string) (storage.Key, string, error)
+	Keys(ctx context.Context) ([]storage.Key, error)
+	RevokeKey(ctx context.Context, idOrName string) (storage.Key, error)
+}
+
+// openKeyStore talks to the running server when there is one, since bbolt
+// lets only one process open the file; otherwise it opens the file itself.
+func openKeyStore(cmd *cobra.Command) (keyStore, func(), error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	sock := controlSocket(cfg.Data)
+	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+		c.Close()
+		return newControlClient(sock), func() {}, nil
+	}
+	db, err := storage.Open(cfg.Data, storage.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open data file: %w", err)
+	}
+	return db, func() { db.Close() }, nil
+}
+
+func newKeysCmd() *cobra.Command {
+	keys := &cobra.Command{
+		Use:   "keys",
+		Short: "Manage API keys (works whether or not the server runs)",
+	}
+	keys.PersistentFlags().String("data", defaultConfig().Data, "bbolt data file")
+
+	create := &cobra.Command{
+		Use:   "create --name NAME",
+		Short: "Create an API key and print it (alone on the last line)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			name, _ := cmd.Flags().GetString("name")
+			ks, done, err := openKeyStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			k, secret, err := ks.CreateKey(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Created key %q (id %s). It is shown only this once:\n%s\n", k.Name, k.ID, secret)
+			return nil
+		},
+	}
+	create.Flags().String("name", "", "a name for the key (unique)")
+	create.MarkFlagRequired("name")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List API keys: id, name, created, last used (never the secret)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ks, done, err := openKeyStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			all, err := ks.Keys(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED")
+			for _, k := range all {
+				last := "never"
+				if !k.LastUsed.IsZero() {
+					last = k.LastUsed.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Created.Format(time.RFC3339), last)
+			}
+			return tw.Flush()
+		},
+	}
+
+	revoke := &cobra.Command{
+		Use:   "revoke ID-or-NAME",
+		Short: "Revoke an API key; it stops working at once",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ks, done, err := openKeyStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer done()
+			k, err := ks.RevokeKey(cmd.Context(), args[0])
+			if errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("no key with id or name %q", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Revoked key %q (id %s).\n", k.Name, k.ID)
+			return nil
+		},
+	}
+	keys.AddCommand(create, list, revoke)
+	return keys
+}
+
+// controlClient manages keys through a running server's control socket.
+type controlClient struct{ http *http.Client }
+
+func newControlClient(sock string) controlClient {
+	return controlClient{http: &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}},
+	}}
+}
+
+// keyJSON is the control socket's wire form of a key.
+type keyJSON struct {
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	Created  time.Time  `json:"created"`
+	LastUsed *time.Time `json:"lastUsed"`
+	Key      string     `json:"key,omitempty"`
+}
+
+func (k keyJSON) key() storage.Key {
+	out := storage.Key{ID: k.ID, Name: k.Name, Created: k.Created}
+	if k.LastUsed != nil {
+		out.LastUsed = *k.LastUsed
+	}
+	return out
+}
+
+func (c controlClient) CreateKey(ctx context.Context, name string) (storage.Key, string, error) {
+	var k keyJSON
+	body, _ := json.Marshal(map[string]string{"name": name})
+	if err := c.do(ctx, http.MethodPost, "/keys", body, &k); err != nil {
+		return storage.Key{}, "", err
+	}
+	return k.key(), k.Key, nil
+}
+
+func (c controlClient) Keys(ctx context.Context) ([]storage.Key, error) {
+	var ks []keyJSON
+	if err := c.do(ctx, http.MethodGet, "/keys", nil, &ks); err != nil {
+		return nil, err
+	}
+	out := make([]storage.Key, len(ks))
+	for i, k := range ks {
+		out[i] = k.key()
+	}
+	return out, nil
+}
+
+func (c controlClient) RevokeKey(ctx context.Context, idOrName string) (storage.Key, error) {
+	var k keyJSON
+	if err := c.do(ctx, http.MethodDelete, "/keys/"+url.PathEscape(idOrName), nil, &k); err != nil {
+		return storage.Key{}, err
+	}
+	return k.key(), nil
+}
+
+func (c controlClient) do(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://burner"+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		switch resp.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("%s: %w", e.Error, storage.ErrNotFound)
+		case http.StatusConflict:
+			return fmt.Errorf("%s: %w", e.Error, storage.ErrKeyExists)
+		}
+		return fmt.Errorf("server: %s (%s)", e.Error, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}

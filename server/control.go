@@ -1,0 +1,117 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"burner/storage"
+)
+
+// maxControlBody bounds a control request body; {"name": "..."} is tiny.
+const maxControlBody = 4 << 10
+
+// keyJSON is an API key as the control socket lists it: never the secret.
+type keyJSON struct {
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Created  string  `json:"created"`
+	LastUsed *string `json:"lastUsed"` // null when never used
+}
+
+func newKeyJSON(k storage.Key) keyJSON {
+	j := keyJSON{ID: k.ID, Name: k.Name, Created: formatTime(k.Created)}
+	if !k.LastUsed.IsZero() {
+		last := formatTime(k.LastUsed)
+		j.LastUsed = &last
+	}
+	return j
+}
+
+// newKeyResponse is the answer to a key creation: the only time the secret
+// is shown (SPEC §1).
+type newKeyResponse struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Created string `json:"created"`
+	Key     string `json:"key"`
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func (s *Server) controlRoutes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /keys", s.handleCreateKey)
+	mux.HandleFunc("GET /keys", s.handleListKeys)
+	mux.HandleFunc("/keys", methodNotAllowed("GET, HEAD, POST"))
+	// The CLI path-escapes the segment, so a name may hold any character.
+	mux.HandleFunc("DELETE /keys/{idOrName}", s.handleRevokeKey)
+	mux.HandleFunc("/keys/{idOrName}", methodNotAllowed("DELETE"))
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	k, secret, err := s.db.CreateKey(r.Context(), req.Name)
+	if err != nil {
+		s.fail(w, r, err) // ErrKeyExists: 409, ErrBadKeyName: 400
+		return
+	}
+	s.log.InfoContext(r.Context(), "api key created", "key_id", k.ID, "key_name", k.Name)
+	writeJSON(w, http.StatusCreated, newKeyResponse{ID: k.ID, Name: k.Name, Created: formatTime(k.Created), Key: secret})
+}
+
+func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.db.Keys(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]keyJSON, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, newKeyJSON(k))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
+	k, err := s.db.RevokeKey(r.Context(), r.PathValue("idOrName"))
+	if errors.Is(err, storage.ErrNotFound) {
+		// fail's ErrNotFound speaks of emails; this one is a key.
+		writeError(w, http.StatusNotFound, "No such key.")
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "key_name", k.Name)
+	writeJSON(w, http.StatusOK, newKeyJSON(k))
+}
+
+// decodeJSON decodes the request body, one JSON object of at most
+// maxControlBody bytes with no unknown fields, into v. It returns a
+// badRequest or an *http.MaxBytesError.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxControlBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, err = dec.Token(); errors.Is(err, io.EOF) {
+			return nil
+		}
+	}
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		return err
+	}
+	return badRequest("Invalid JSON body.")
+}

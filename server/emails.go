@@ -1,0 +1,241 @@
+package server
+
+import (
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"burner/storage"
+)
+
+// timeLayout is the API document's receivedAt: ISO 8601, UTC, milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// defaultLimit and maxLimit bound a list (API document §8).
+const (
+	defaultLimit = 10
+	maxLimit     = 10
+)
+
+// emailJSON is an Email on the wire: exactly the API document's eight
+// fields, in its order (SPEC §3).
+type emailJSON struct {
+	ID          string  `json:"id"`
+	ToAddress   string  `json:"toAddress"`
+	FromAddress string  `json:"fromAddress"`
+	FromName    string  `json:"fromName"`
+	Subject     *string `json:"subject"`
+	Body        *string `json:"body"`
+	ReceivedAt  string  `json:"receivedAt"`
+	Read        bool    `json:"read"`
+}
+
+func newEmailJSON(e storage.Email) emailJSON {
+	return emailJSON{
+		ID:          e.ID,
+		ToAddress:   e.To,
+		FromAddress: e.From,
+		FromName:    e.FromName,
+		Subject:     e.Subject,
+		Body:        e.Body,
+		ReceivedAt:  e.ReceivedAt.UTC().Format(timeLayout),
+		Read:        e.Read,
+	}
+}
+
+func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
+	q, err := listQuery(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	emails, err := s.db.List(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]emailJSON, 0, len(emails)) // [] rather than null when empty
+	for _, e := range emails {
+		out = append(out, newEmailJSON(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetEmail(w http.ResponseWriter, r *http.Request) {
+	e, err := s.db.Email(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err) // ErrNotFound also for an id that is not a UUID (SPEC §4)
+		return
+	}
+	writeJSON(w, http.StatusOK, newEmailJSON(e))
+}
+
+func (s *Server) handleDeleteEmail(w http.ResponseWriter, r *http.Request) {
+	if err := s.db.Delete(r.Context(), r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleClearInbox(w http.ResponseWriter, r *http.Request) {
+	to, err := localPart(r.URL.RawQuery)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.db.Clear(r.Context(), to); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent) // whether or not there was anything to clear
+}
+
+// listQuery validates the parameters of a list request. When several are
+// wrong it reports the first in the order of the API document: the inbox,
+// then the filters, then limit and since. A parameter with an empty value
+// counts as not given (SPEC §4).
+func listQuery(rawQuery string) (storage.Query, error) {
+	to, err := localPart(rawQuery)
+	if err != nil {
+		return storage.Query{}, err
+	}
+	v, _ := url.ParseQuery(rawQuery) // pairs that do not decode are dropped, as r.URL.Query does
+	q := storage.Query{LocalPart: to, Limit: defaultLimit}
+	subject, search, body := v.Get("subject"), v.Get("search"), v.Get("body")
+	given := 0
+	for _, f := range []string{subject, search, body} {
+		if f != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return storage.Query{}, badRequest("Only one of subject, search, or body may be specified.")
+	}
+	q.Subject, q.Body = subject, body
+	if search != "" {
+		// A search of white space alone has no terms and filters nothing.
+		q.Terms = splitTerms(search)
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxLimit {
+			return storage.Query{}, badRequest("'limit' must be an integer from 1 to 10.")
+		}
+		q.Limit = n
+	}
+	if since := v.Get("since"); since != "" {
+		if q.Since, err = parseSince(since); err != nil {
+			return storage.Query{}, err
+		}
+	}
+	return q, nil
+}
+
+// localPart returns the inbox a request names in its "to" parameter.
+//
+// A literal "+" in "to" is kept as "+", not read as a space: "+" belongs
+// to local parts (alice+x) and a space never does, so `?to=alice+x` typed
+// by hand means the inbox alice+x. "%20" is still a space, and refused.
+func localPart(rawQuery string) (string, error) {
+	to := ""
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, val, _ := strings.Cut(pair, "=")
+		if key, err := url.QueryUnescape(k); err != nil || key != "to" {
+			continue
+		}
+		var err error // the first "to" counts, as with url.Values.Get
+		if to, err = url.PathUnescape(val); err != nil {
+			return "", badRequest("Invalid local part. Only alphanumeric characters and _-+. are allowed.")
+		}
+		break
+	}
+	switch {
+	case to == "":
+		return "", badRequest("'to' is required.")
+	case utf8.RuneCountInString(to) > storage.MaxLocalPart:
+		return "", badRequest("Local part must be at most 64 characters.")
+	case !storage.ValidLocalPart(to):
+		return "", badRequest("Invalid local part. Only alphanumeric characters and _-+. are allowed.")
+	}
+	return to, nil
+}
+
+// splitTerms splits a search into its terms: runs of non-space characters,
+// where a double-quoted stretch (spaces and all) belongs to the term it is
+// in, as in a shell. An unclosed quote runs to the end. Quotes are not part
+// of a term, and empty terms are dropped.
+func splitTerms(s string) []string {
+	var (
+		terms  []string
+		term   strings.Builder
+		quoted bool
+	)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case unicode.IsSpace(r) && !quoted:
+			if term.Len() > 0 {
+				terms = append(terms, term.String())
+				term.Reset()
+			}
+		default:
+			term.WriteString(s[i : i+n]) // the bytes as given, even when not UTF-8
+		}
+		i += n
+	}
+	if term.Len() > 0 {
+		terms = append(terms, term.String())
+	}
+	return terms
+}
+
+// maxSince is where since stops mattering: no email is received after it
+// (year 36812). Larger values are clamped to it, so that converting them to
+// a time.Time cannot overflow.
+const maxSince = 1 << 40
+
+// parseSince parses since: a Unix time in seconds, at least 0, with an
+// optional fraction (SPEC §4), written in decimal, optionally with an
+// exponent. A plain decimal keeps all of its digits down to the nanosecond;
+// float64 would lose the last few hundred nanoseconds of a current time.
+func parseSince(s string) (time.Time, error) {
+	bad := badRequest("'since' must be a Unix timestamp in seconds.")
+	// Leaves out what ParseFloat would also take: hex, underscores, Inf, NaN.
+	if strings.Trim(s, "0123456789.eE+-") != "" {
+		return time.Time{}, bad
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 { // err: bad syntax, or out of range like 1e400
+		return time.Time{}, bad
+	}
+	if f >= maxSince {
+		return time.Unix(maxSince, 0).UTC(), nil
+	}
+	if strings.ContainsAny(s, "eE") {
+		sec := math.Floor(f)
+		return time.Unix(int64(sec), int64((f-sec)*1e9)).UTC(), nil
+	}
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "+"), ".")
+	var sec, nsec int64
+	if whole != "" {
+		// ParseFloat accepted it and it is below maxSince, so it fits.
+		sec, _ = strconv.ParseInt(whole, 10, 64)
+	}
+	if frac != "" {
+		if len(frac) > 9 {
+			frac = frac[:9] // nanoseconds are all a time.Time holds
+		}
+		nsec, _ = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+	}
+	return time.Unix(sec, nsec).UTC(), nil
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"burner/storage"
+)
+
+// badRequest is a validation failure. Its text is the message sent to the
+// client, SPEC §4 to the letter.
+type badRequest string
+
+func (e badRequest) Error() string { return string(e) }
+
+// fail answers a failed request. It is the one place where errors become
+// HTTP statuses; internal errors are logged, never sent.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		bad      badRequest
+		tooLarge *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, string(bad))
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large.")
+	case errors.Is(err, storage.ErrNotFound):
+		writeError(w, http.StatusNotFound, "Email not found")
+	case errors.Is(err, storage.ErrBadKeyName):
+		writeError(w, http.StatusBadRequest, "'name' must be 1 to 64 printable characters.")
+	case errors.Is(err, storage.ErrKeyExists):
+		writeError(w, http.StatusConflict, "A key with that name already exists.")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away: nobody reads this answer, and it is not our fault.
+		s.log.DebugContext(r.Context(), "request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "Internal error.")
+	default:
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "Internal error.")
+	}
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Bodies are HTML; "<" stays as it is because the JSON type and nosniff
+	// already keep a browser from rendering a response as HTML.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only a type that cannot be encoded gets here, a programming error:
+		// recoverPanics logs it with its stack and answers 500.
+		panic(fmt.Sprintf("writeJSON %T: %v", v, err))
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) // an error here means the client is gone
+}
+
+// writeError answers status with {"error": msg}, the shape of every error
+// (SPEC §4).
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, struct {
+		Error string `json:"error"`
+	}{msg})
+}
+
+// notFound answers a path we do not serve.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "Not found.")
+}
+
+// methodNotAllowed returns a handler for a known path asked with another
+// method: a JSON 405 naming the methods that work (RFC 9110 §15.5.6).
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed.")
+	}
+}

@@ -1,0 +1,218 @@
+// Package server serves burner's REST API and control socket over net/http.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"burner/storage"
+)
+
+// Options tune New. The zero value gives the defaults.
+type Options struct {
+	// UI enables the web UI at "/" (SPEC §5). Reserved: until the UI exists,
+	// everything outside /api/ and /healthz is a JSON 404 either way.
+	UI bool
+	// Public lets anyone read inboxes in the UI without an API key
+	// (ui.public). Reserved for the UI.
+	Public bool
+}
+
+// Server answers HTTP requests from one storage.DB. It is safe for
+// concurrent use.
+type Server struct {
+	db      *storage.DB
+	opts    Options
+	log     *slog.Logger
+	handler http.Handler
+	control http.Handler
+}
+
+// New returns a Server over db. A nil log discards log output.
+func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{db: db, opts: opts, log: log}
+	s.handler = s.logRequests(s.recoverPanics(secureHeaders(s.routes())))
+	s.control = s.logRequests(s.recoverPanics(secureHeaders(s.controlRoutes())))
+	return s
+}
+
+// Handler returns the public HTTP API: /api/v1 (API key required) and
+// /healthz.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// ControlHandler returns the handler of the control socket, which the keys
+// commands use while `burner serve` holds the data file (SPEC §1). It asks
+// for no API key: main serves it on a unix socket of mode 0600, and the
+// socket's file mode is the authentication.
+func (s *Server) ControlHandler() http.Handler { return s.control }
+
+func (s *Server) routes() http.Handler {
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/v1/emails", s.handleListEmails)
+	api.HandleFunc("/api/v1/emails", methodNotAllowed("GET, HEAD")) // JSON 405; the built-in one is text
+	api.HandleFunc("GET /api/v1/emails/{id}", s.handleGetEmail)
+	api.HandleFunc("DELETE /api/v1/emails/{id}", s.handleDeleteEmail)
+	api.HandleFunc("/api/v1/emails/{id}", methodNotAllowed("GET, HEAD, DELETE"))
+	api.HandleFunc("DELETE /api/v1/inbox", s.handleClearInbox)
+	api.HandleFunc("/api/v1/inbox", methodNotAllowed("DELETE"))
+	api.HandleFunc("/", notFound) // JSON 404 for the rest of /api/
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", s.requireKey(api)) // authentication comes first under /api/
+	mux.Handle("/api", s.requireKey(api))  // else the mux would answer a text redirect to /api/
+	mux.HandleFunc("GET /healthz", s.handleHealthz)
+	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
+	// TODO(server): serve the web UI here when s.opts.UI (SPEC §5).
+	mux.HandleFunc("/", notFound)
+	return mux
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Status string `json:"status"`
+	}{"ok"})
+}
+
+// requireKey answers 401 unless the request carries the API key of a key
+// that exists now: a revoked key is refused at once (SPEC §1, §4).
+func (s *Server) requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := bearerToken(r.Header)
+		if !ok {
+			unauthorized(w)
+			return
+		}
+		if _, err := s.db.Authenticate(r.Context(), secret); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				unauthorized(w)
+				return
+			}
+			s.fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header. RFC 9110 §11.1: the scheme is case-insensitive. The header must be
+// given once, with exactly one space between the scheme and a token that
+// contains no white space.
+func bearerToken(h http.Header) (string, bool) {
+	values := h.Values("Authorization")
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return "", false
+	}
+	return token, true
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	writeError(w, http.StatusUnauthorized, "Missing or invalid API key.")
+}
+
+// secureHeaders sets the headers every response of ours carries. All of them
+// are JSON, so nothing may be sniffed, framed, cached or leak a referrer.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics turns a panic in next into a logged 500, so that one bad
+// request never takes the server down.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { // net/http stays quiet about this one; let it
+				panic(v)
+			}
+			s.log.ErrorContext(r.Context(), "panic serving request",
+				"method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if sw.status != 0 {
+				// Part of an answer is out: cut the connection, so the
+				// client sees a failure rather than a truncated success.
+				panic(http.ErrAbortHandler)
+			}
+			writeError(sw, http.StatusInternalServerError, "Internal error.")
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// logRequests logs one line per request: method, path (never the query,
+// which can hold search text, nor any header), status and duration. Health
+// checks are frequent and dull, so they log at Debug.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			level := slog.LevelInfo
+			if r.URL.Path == "/healthz" {
+				level = slog.LevelDebug
+			}
+			s.log.LogAttrs(r.Context(), level, "request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", sw.code()),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// statusWriter remembers the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int // 0 until the header is written
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 { // 1xx are interim, not the answer
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// code returns the status sent, or the 200 net/http sends for a handler
+// that wrote nothing.
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}

@@ -1,0 +1,244 @@
+// Package smtpd receives mail over SMTP for burner's inbox domains, turns
+// each message into storage emails (one per accepted recipient) and commits
+// them durably before it answers 250.
+package smtpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"burner/storage"
+)
+
+// Options configure the daemon. Zero values mean the defaults in the
+// comments.
+type Options struct {
+	Hostname        string        // greeting and Received header; "localhost"
+	Domains         []string      // inbox domains, case-insensitive; empty accepts any
+	MaxMessageBytes int64         // advertised with SIZE; 10 MiB
+	MaxRecipients   int           // per message; 100
+	ReadTimeout     time.Duration // per command or DATA read; 5 minutes (RFC 5321 §4.5.3.2)
+	WriteTimeout    time.Duration // per reply; 1 minute
+	TLSConfig       *tls.Config   // enables STARTTLS when set
+}
+
+// Server is the SMTP daemon.
+type Server struct {
+	db      *storage.DB
+	parser  *parser
+	log     *slog.Logger
+	domains map[string]bool
+	smtp    *smtp.Server
+
+	// inflight counts DATA commands between the end of data and their
+	// reply, so that Shutdown can wait for their commits.
+	inflight sync.WaitGroup
+}
+
+// New returns a daemon that stores mail in db.
+func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
+	if opts.Hostname == "" {
+		opts.Hostname = "localhost"
+	}
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = 10 << 20
+	}
+	if opts.MaxRecipients == 0 {
+		opts.MaxRecipients = 100
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = 5 * time.Minute
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = time.Minute
+	}
+	s := &Server{db: db, parser: newParser(), log: log}
+	if len(opts.Domains) > 0 {
+		s.domains = make(map[string]bool, len(opts.Domains))
+		for _, d := range opts.Domains {
+			s.domains[strings.ToLower(d)] = true
+		}
+	}
+	srv := smtp.NewServer(s)
+	srv.Domain = opts.Hostname
+	srv.MaxMessageBytes = opts.MaxMessageBytes
+	srv.MaxRecipients = opts.MaxRecipients
+	srv.ReadTimeout = opts.ReadTimeout
+	srv.WriteTimeout = opts.WriteTimeout
+	srv.TLSConfig = opts.TLSConfig
+	srv.EnableSMTPUTF8 = true
+	srv.ErrorLog = logAdapter{log}
+	s.smtp = srv
+	return s
+}
+
+// Serve accepts SMTP connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.smtp.Serve(ln)
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections and waits, until ctx is done, for
+// sessions to end; then it closes the rest. It always waits for DATA
+// commands that reached the commit, so no accepted mail is cut off.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.smtp.Shutdown(ctx)
+	if err != nil {
+		s.smtp.Close()
+	}
+	s.inflight.Wait()
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// NewSession implements smtp.Backend.
+func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &session{srv: s, conn: c}, nil
+}
+
+// session is one SMTP connection's current transaction.
+type session struct {
+	srv   *Server
+	conn  *smtp.Conn
+	from  string
+	rcpts []string
+}
+
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.from = from
+	return nil
+}
+
+// errNoMailbox answers RCPT for an address the API could not list.
+var errNoMailbox = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
+
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	at := strings.LastIndexByte(to, '@')
+	if at < 0 {
+		return errNoMailbox
+	}
+	local, domain := to[:at], to[at+1:]
+	// SPEC §2: mail that cannot be listed is never accepted.
+	if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart || domain == "" {
+		return errNoMailbox
+	}
+	if ss.srv.domains != nil && !ss.srv.domains[strings.ToLower(domain)] {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Relay access denied: not an inbox domain here"}
+	}
+	for _, r := range ss.rcpts {
+		if strings.EqualFold(r, to) {
+			return nil // one copy per mailbox, however often it is named
+		}
+	}
+	ss.rcpts = append(ss.rcpts, to)
+	return nil
+}
+
+// errTempStorage answers DATA when the commit failed: the sender keeps the
+// message and retries.
+var errTempStorage = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary storage failure, try again later"}
+
+func (ss *session) Data(r io.Reader) (err error) {
+	start := time.Now()
+	var buf bytes.Buffer
+	ss.writeReceived(&buf, start)
+	if _, err := buf.ReadFrom(r); err != nil {
+		var smtpErr *smtp.SMTPError
+		if errors.As(err, &smtpErr) {
+			return smtpErr // 552 for an oversize message, from go-smtp's reader
+		}
+		return err
+	}
+	ss.srv.inflight.Add(1)
+	defer ss.srv.inflight.Done()
+	defer func() {
+		// A bug in parsing one message must cost that message a retry, not
+		// the daemon.
+		if p := recover(); p != nil {
+			ss.srv.log.Error("panic in DATA", "panic", p, "remote", ss.conn.Conn().RemoteAddr().String())
+			err = errTempStorage
+		}
+	}()
+	raw := buf.Bytes()
+	msg, perr := ss.srv.parser.parse(raw, ss.from)
+	if perr != nil {
+		ss.srv.log.Debug("message parsed with errors", "err", perr)
+	}
+	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
+	if err != nil {
+		ss.srv.log.Error("storing email failed", "err", err, "recipients", len(ss.rcpts))
+		return errTempStorage
+	}
+	for _, e := range emails {
+		ss.srv.log.Info("email stored", "email_id", e.ID, "inbox", localPart(e.To), "bytes", len(raw), "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	}
+	return nil
+}
+
+// writeReceived starts the stored message with a Received header (RFC 5321
+// §4.4), as every MTA that takes a message does.
+func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time) {
+	remote := ""
+	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		remote = addr.IP.String()
+	}
+	with := "ESMTP"
+	if _, isTLS := ss.conn.TLSConnectionState(); isTLS {
+		with = "ESMTPS"
+	}
+	helo := sanitizeHeaderValue(ss.conn.Hostname())
+	fmt.Fprintf(buf, "Received: from %s ([%s])\r\n\tby %s (burner) with %s;\r\n\t%s\r\n",
+		helo, remote, ss.srv.smtp.Domain, with, now.Format(time.RFC1123Z))
+}
+
+// sanitizeHeaderValue keeps a client-chosen string from breaking the header
+// it is written into.
+func sanitizeHeaderValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x21 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func localPart(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+func (ss *session) Reset() {
+	ss.from = ""
+	ss.rcpts = nil
+}
+
+func (ss *session) Logout() error { return nil }
+
+// logAdapter gives go-smtp's ErrorLog our structured logger.
+type logAdapter struct{ log *slog.Logger }
+
+func (a logAdapter) Printf(format string, v ...any) {
+	a.log.Warn("smtp", "msg", strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
+func (a logAdapter) Println(v ...any) {
+	a.log.Warn("smtp", "msg", strings.TrimSpace(fmt.Sprintln(v...)))
+}

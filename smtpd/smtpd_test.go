@@ -1,0 +1,236 @@
+package smtpd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"burner/storage"
+)
+
+func openDB(t testing.TB) *storage.DB {
+	t.Helper()
+	db, err := storage.Open(filepath.Join(t.TempDir(), "burner.db"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// startDaemon runs the real daemon on a loopback port and returns its
+// address.
+func startDaemon(t testing.TB, db *storage.DB, opts Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if tt, ok := t.(*testing.T); ok {
+		log = slog.New(slog.NewTextHandler(tt.Output(), nil))
+	}
+	srv := New(db, opts, log)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; err != nil {
+			t.Errorf("Serve returned %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func dial(t testing.TB, addr string) *smtp.Client {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatalf("smtp.Dial(%s): %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func wantCode(t *testing.T, what string, err error, code int) {
+	t.Helper()
+	var smtpErr *smtp.SMTPError
+	if !errors.As(err, &smtpErr) || smtpErr.Code != code {
+		t.Errorf("%s: err = %v, want a %d reply", what, err, code)
+	}
+}
+
+func list(t *testing.T, db *storage.DB, local string) []storage.Email {
+	t.Helper()
+	es, err := db.List(context.Background(), storage.Query{LocalPart: local})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+const simple = "From: Ann Example <ann@sender.test>\r\nSubject: Hello\r\n\r\nHi there\r\n"
+
+func TestDeliverOnePerRecipient(t *testing.T) {
+	db := openDB(t)
+	addr := startDaemon(t, db, Options{Hostname: "mx.burner.test", Domains: []string{"Inbox.Test"}})
+	c := dial(t, addr)
+	if err := c.SendMail("bounce@sender.test", []string{"alice@inbox.test", "Bob@INBOX.test", "alice@inbox.test"}, strings.NewReader(simple)); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+	alice, bob := list(t, db, "alice"), list(t, db, "bob")
+	if len(alice) != 1 || len(bob) != 1 {
+		t.Fatalf("stored %d for alice and %d for bob, want one each (a repeated RCPT is one copy)", len(alice), len(bob))
+	}
+	a, b := alice[0], bob[0]
+	if a.ID == b.ID || a.To != "alice@inbox.test" || b.To != "Bob@INBOX.test" {
+		t.Errorf("copies = %+v and %+v; want distinct ids and each RCPT address as given", a, b)
+	}
+	if a.From != "ann@sender.test" || a.FromName != "Ann Example" || a.Subject == nil || *a.Subject != "Hello" || a.Body == nil || !strings.Contains(*a.Body, "Hi there") {
+		t.Errorf("stored email = %+v, want the parsed From, name, subject and body", a)
+	}
+	raw, err := db.Raw(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(raw), "Received: from localhost ([127.0.0.1])\r\n\tby mx.burner.test (burner) with ESMTP;") || !strings.HasSuffix(string(raw), simple) {
+		t.Errorf("raw = %q; want our Received header, then the message as sent", raw)
+	}
+}
+
+func TestRcptRefusals(t *testing.T) {
+	db := openDB(t)
+	addr := startDaemon(t, db, Options{Domains: []string{"inbox.test"}})
+	c := dial(t, addr)
+	if err := c.Mail("x@sender.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rcpt := range []string{
+		"alice@elsewhere.test",                  // not an inbox domain
+		"alice@sub.inbox.test",                  // not an inbox domain either
+		"al!ce@inbox.test",                      // outside the API's alphabet
+		strings.Repeat("a", 65) + "@inbox.test", // RFC 5321: at most 64
+	} {
+		wantCode(t, fmt.Sprintf("RCPT TO:<%s>", rcpt), c.Rcpt(rcpt, nil), 550)
+	}
+	// go-smtp refuses these as bad syntax (501) before they reach us.
+	for _, rcpt := range []string{"al ice@inbox.test", "postmaster"} {
+		wantCode(t, fmt.Sprintf("RCPT TO:<%s>", rcpt), c.Rcpt(rcpt, nil), 501)
+	}
+	if err := c.Rcpt(strings.Repeat("a", 64)+"@inbox.test", nil); err != nil {
+		t.Errorf("RCPT of a 64-character local part: %v", err)
+	}
+	if err := c.Rcpt("A.b-c_d+e@INBOX.TEST", nil); err != nil {
+		t.Errorf("RCPT of a valid address: %v", err)
+	}
+}
+
+func TestAnyDomainWhenNoneConfigured(t *testing.T) {
+	db := openDB(t)
+	c := dial(t, startDaemon(t, db, Options{}))
+	if err := c.SendMail("", []string{"x@whatever.example"}, strings.NewReader("Subject: null sender\r\n\r\nhi\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	es := list(t, db, "x")
+	if len(es) != 1 || es[0].From != "" || es[0].FromName != "" {
+		t.Errorf("stored %+v; want one email with fromAddress \"\" (null sender, no From header)", es)
+	}
+}
+
+func TestSizeLimit(t *testing.T) {
+	db := openDB(t)
+	c := dial(t, startDaemon(t, db, Options{MaxMessageBytes: 2048}))
+	if ok, size := c.Extension("SIZE"); !ok || size != "2048" {
+		t.Errorf("EHLO SIZE = %v %q, want 2048 advertised", ok, size)
+	}
+	big := "Subject: big\r\n\r\n" + strings.Repeat("0123456789abcdef\r\n", 200)
+	wantCode(t, "DATA of 3.6 KB over a 2 KB limit", c.SendMail("a@sender.test", []string{"big@inbox.test"}, strings.NewReader(big)), 552)
+	if es := list(t, db, "big"); len(es) != 0 {
+		t.Errorf("an oversize message was stored: %+v", es)
+	}
+	// The session goes on: the next, smaller message is taken.
+	c.Reset()
+	if err := c.SendMail("a@sender.test", []string{"big@inbox.test"}, strings.NewReader(simple)); err != nil {
+		t.Errorf("SendMail after a 552: %v", err)
+	}
+}
+
+func TestMaxRecipients(t *testing.T) {
+	db := openDB(t)
+	c := dial(t, startDaemon(t, db, Options{MaxRecipients: 2}))
+	if err := c.Mail("a@sender.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := c.Rcpt(fmt.Sprintf("r%d@inbox.test", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCode(t, "third RCPT with max 2", c.Rcpt("r2@inbox.test", nil), 452)
+}
+
+// A storage failure is temporary: 451, so that the sender keeps the message
+// and retries; and nothing half-written stays behind.
+func TestStorageFailureIs451(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "burner.db")
+	db, err := storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, startDaemon(t, db, Options{}))
+	if err := c.Mail("a@sender.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("lost@inbox.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // the disk goes away between RCPT and DATA
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, simple)
+	wantCode(t, "DATA with the file closed", w.Close(), 451)
+
+	db, err = storage.Open(path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if es := list(t, db, "lost"); len(es) != 0 {
+		t.Errorf("after a 451 the file holds %+v, want nothing", es)
+	}
+}
+
+func BenchmarkIngest(b *testing.B) {
+	db := openDB(b)
+	addr := startDaemon(b, db, Options{})
+	msg := []byte("From: Bench <bench@sender.test>\r\nSubject: benchmark\r\nContent-Type: text/plain\r\n\r\n" + strings.Repeat("A line of benchmark text.\r\n", 150))
+	b.SetBytes(int64(len(msg)))
+	b.SetParallelism(2) // 2 x GOMAXPROCS connections
+	b.RunParallel(func(pb *testing.PB) {
+		c, err := smtp.Dial(addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer c.Close()
+		for i := 0; pb.Next(); i++ {
+			if err := c.SendMail("bench@sender.test", []string{fmt.Sprintf("in%d@inbox.test", i%100)}, strings.NewReader(string(msg))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrLocked means another process (usually a running `burner serve`) holds
+// the data file; bbolt allows one process per file.
+var ErrLocked = errors.New("storage: data file is in use by another process")
+
+// schemaVersion is written to the meta bucket of every new file. Open refuses
+// a file written by a newer layout rather than misreading it.
+const schemaVersion = 1
+
+// Bucket names. The layout of each is documented where it is encoded:
+// emails.go for emails, ids, contents and raw; keys.go for keys and keyhashes.
+var (
+	bucketMeta      = []byte("meta")
+	bucketEmails    = []byte("emails")
+	bucketIDs       = []byte("ids")
+	bucketContents  = []byte("contents")
+	bucketRaw       = []byte("raw")
+	bucketKeys      = []byte("keys")
+	bucketKeyHashes = []byte("keyhashes")
+	keySchema       = []byte("schema")
+)
+
+// Options tune Open. The zero value gives the defaults.
+type Options struct {
+	// Now is the clock used for receivedAt and key times; time.Now when nil.
+	Now func() time.Time
+	// LockTimeout is how long Open waits for another process to release the
+	// file before returning ErrLocked; 0 means one second.
+	LockTimeout time.Duration
+	// UsageFlushInterval is how often key "last used" times held in memory
+	// are written to the file; 0 means one minute (SPEC §1).
+	UsageFlushInterval time.Duration
+}
+
+// DB is an open burner data file. It is safe for concurrent use.
+type DB struct {
+	bolt *bolt.DB
+	now  func() time.Time
+
+	usageMu sync.Mutex
+	usage   map[string]time.Time // key id -> last use not yet written
+
+	stop    chan struct{}
+	flushed sync.WaitGroup
+}
+
+// Open opens (creating if needed) the data file at path. It returns an error
+// wrapping ErrLocked when another process has the file open.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.UsageFlushInterval == 0 {
+		opts.UsageFlushInterval = time.Minute
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := initBuckets(bdb); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db := &DB{
+		bolt:  bdb,
+		now:   opts.Now,
+		usage: make(map[string]time.Time),
+		stop:  make(chan struct{}),
+	}
+	db.flushed.Add(1)
+	go db.flushUsageEvery(opts.UsageFlushInterval)
+	return db, nil
+}
+
+func initBuckets(bdb *bolt.DB) error {
+	return bdb.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get(keySchema)
+		if v == nil {
+			return meta.Put(keySchema, []byte{schemaVersion})
+		}
+		if len(v) != 1 || v[0] > schemaVersion {
+			return fmt.Errorf("data file has schema version %d; this burner reads up to %d: upgrade burner", v[0], schemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close writes pending key usage and closes the file. It is safe to call
+// more than once.
+func (db *DB) Close() error {
+	select {
+	case <-db.stop:
+		return nil
+	default:
+	}
+	close(db.stop)
+	db.flushed.Wait()
+	ferr := db.flushUsage()
+	if err := db.bolt.Close(); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// Path returns the file name the DB was opened with.
+func (db *DB) Path() string { return db.bolt.Path() }
+
+func (db *DB) flushUsageEvery(every time.Duration) {
+	defer db.flushed.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+			// A failed flush only loses "last used" times; they are retried
+			// at the next tick because flushUsage keeps them on error.
+			_ = db.flushUsage()
+		}
+	}
+}

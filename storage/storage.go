@@ -1,0 +1,67 @@
+// Package storage keeps burner's emails and API keys in one bbolt file.
+package storage
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound means no email or API key matches what was asked for.
+var ErrNotFound = errors.New("storage: not found")
+
+// Email is one stored copy of a message, as the API shows it. A message
+// accepted for several recipients is stored as one Email per recipient.
+type Email struct {
+	ID         string    // random UUID v4
+	To         string    // the recipient address as given in RCPT TO
+	From       string    // sender address
+	FromName   string    // sender display name, "" when none
+	Subject    *string   // nil when the message has no Subject header
+	Body       *string   // sanitized HTML, nil when the message has no text body
+	ReceivedAt time.Time // UTC, truncated to the millisecond
+	Read       bool      // opened in the web UI
+}
+
+// Message is what Deliver stores: a parsed message, once for all its
+// recipients.
+type Message struct {
+	From     string
+	FromName string
+	Subject  *string
+	Body     *string // sanitized HTML
+	Text     string  // what the body filter searches: visible body text, link targets, text/plain part
+	Raw      []byte  // the message as received
+}
+
+// Query selects emails of one inbox, newest first.
+type Query struct {
+	LocalPart string    // matched case-insensitively; must pass ValidLocalPart
+	Since     time.Time // when not zero, only emails received strictly after it
+	Limit     int       // at most this many; 0 means no limit
+	Subject   string    // case-folded substring of the subject
+	Body      string    // case-folded substring of the body text
+	Terms     []string  // each must occur in subject, sender name, sender address or body text
+}
+
+// MaxLocalPart is the longest local part burner accepts.
+// RFC 5321 §4.5.3.1.1: a local part is at most 64 octets.
+const MaxLocalPart = 64
+
+// ValidLocalPart reports whether s is a local part the API can address:
+// one or more of A-Z a-z 0-9 and _ - + . (length is checked separately,
+// against MaxLocalPart, because the API names that error apart).
+func ValidLocalPart(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_' || c == '-' || c == '+' || c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
