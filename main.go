@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -47,6 +48,7 @@ type Config struct {
 	HTTP      HTTPConfig      `toml:"http"`
 	Retention RetentionConfig `toml:"retention"`
 	UI        UIConfig        `toml:"ui"`
+	Log       LogConfig       `toml:"log"`
 }
 
 type SMTPConfig struct {
@@ -55,22 +57,52 @@ type SMTPConfig struct {
 	Domains         []string `toml:"domains"`
 	MaxMessageBytes int64    `toml:"max_message_bytes"`
 	MaxRecipients   int      `toml:"max_recipients"`
+	MaxConnections  int      `toml:"max_connections"`
+	CommandTimeout  duration `toml:"command_timeout"`
+	DataTimeout     duration `toml:"data_timeout"`
+	MaxLineLength   int      `toml:"max_line_length"`
 	TLSCert         string   `toml:"tls_cert"`
 	TLSKey          string   `toml:"tls_key"`
 }
 
 type HTTPConfig struct {
-	Listen string `toml:"listen"`
+	Listen            string   `toml:"listen"`
+	ReadHeaderTimeout duration `toml:"read_header_timeout"`
+	ReadTimeout       duration `toml:"read_timeout"`
+	WriteTimeout      duration `toml:"write_timeout"`
+	IdleTimeout       duration `toml:"idle_timeout"`
+	MaxHeaderBytes    int      `toml:"max_header_bytes"`
+	MaxQueryBytes     int      `toml:"max_query_bytes"`
 }
 
 type RetentionConfig struct {
-	MaxAge      string `toml:"max_age"`
-	MaxPerInbox int    `toml:"max_per_inbox"`
+	MaxAge        duration `toml:"max_age"`
+	MaxPerInbox   int      `toml:"max_per_inbox"`
+	MaxBytes      int64    `toml:"max_bytes"`
+	SweepInterval duration `toml:"sweep_interval"`
 }
 
 type UIConfig struct {
 	Enabled bool `toml:"enabled"`
 	Public  bool `toml:"public"`
+}
+
+type LogConfig struct {
+	Format string `toml:"format"`
+	Level  string `toml:"level"`
+}
+
+// duration is a time.Duration written as a string ("168h", "90s", "0") in
+// the config file, and parsed once, when the file is read.
+type duration struct{ time.Duration }
+
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like \"90s\", \"5m\" or \"168h\"", b)
+	}
+	d.Duration = v
+	return nil
 }
 
 func defaultConfig() Config {
@@ -82,10 +114,27 @@ func defaultConfig() Config {
 			Domains:         []string{},
 			MaxMessageBytes: 10 << 20,
 			MaxRecipients:   100,
+			MaxConnections:  100,
+			CommandTimeout:  duration{5 * time.Minute},
+			DataTimeout:     duration{10 * time.Minute},
+			MaxLineLength:   2000,
 		},
-		HTTP:      HTTPConfig{Listen: "127.0.0.1:8080"},
-		Retention: RetentionConfig{MaxAge: "168h", MaxPerInbox: 1000},
-		UI:        UIConfig{Enabled: true},
+		HTTP: HTTPConfig{
+			Listen:            "127.0.0.1:8080",
+			ReadHeaderTimeout: duration{10 * time.Second},
+			ReadTimeout:       duration{30 * time.Second},
+			WriteTimeout:      duration{90 * time.Second}, // room for a long poll of up to 60s
+			IdleTimeout:       duration{120 * time.Second},
+			MaxHeaderBytes:    64 << 10,
+			MaxQueryBytes:     4 << 10,
+		},
+		Retention: RetentionConfig{
+			MaxAge:        duration{168 * time.Hour},
+			MaxPerInbox:   1000,
+			SweepInterval: duration{time.Minute},
+		},
+		UI:  UIConfig{Enabled: true},
+		Log: LogConfig{Format: "text", Level: "info"},
 	}
 }
 
@@ -160,13 +209,60 @@ func (c Config) validate() error {
 	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
 		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))
 	}
-	if d, err := time.ParseDuration(c.Retention.MaxAge); err != nil || d < 0 {
-		errs = append(errs, fmt.Errorf("retention.max_age: %q is not a duration like \"168h\" or \"0\"", c.Retention.MaxAge))
+	for name, n := range map[string]int{
+		"smtp.max_connections": c.SMTP.MaxConnections, "smtp.max_line_length": c.SMTP.MaxLineLength,
+		"http.max_header_bytes": c.HTTP.MaxHeaderBytes, "http.max_query_bytes": c.HTTP.MaxQueryBytes,
+	} {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", name))
+		}
+	}
+	for name, d := range map[string]duration{
+		"smtp.command_timeout": c.SMTP.CommandTimeout, "smtp.data_timeout": c.SMTP.DataTimeout,
+		"http.read_header_timeout": c.HTTP.ReadHeaderTimeout, "http.read_timeout": c.HTTP.ReadTimeout,
+		"http.write_timeout": c.HTTP.WriteTimeout, "http.idle_timeout": c.HTTP.IdleTimeout,
+		"retention.sweep_interval": c.Retention.SweepInterval,
+	} {
+		if d.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be a positive duration", name))
+		}
+	}
+	if c.Retention.MaxAge.Duration < 0 {
+		errs = append(errs, errors.New("retention.max_age: must be \"0\" (keep forever) or more"))
 	}
 	if c.Retention.MaxPerInbox < 0 {
 		errs = append(errs, errors.New("retention.max_per_inbox: must be 0 (no cap) or more"))
 	}
+	if c.Retention.MaxBytes < 0 {
+		errs = append(errs, errors.New("retention.max_bytes: must be 0 (no cap) or more"))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		errs = append(errs, fmt.Errorf("log.format: %q is not \"text\" or \"json\"", c.Log.Format))
+	}
+	if _, err := c.Log.level(); err != nil {
+		errs = append(errs, err)
+	}
+	// Sorted, so that the same file always gives the same message.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+func (l LogConfig) level() (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(l.Level)); err != nil {
+		return 0, fmt.Errorf("log.level: %q is not debug, info, warn or error", l.Level)
+	}
+	return lv, nil
+}
+
+// newLogger builds burner's one logger, writing to w.
+func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+	lv, _ := cfg.level() // validate checked it
+	opts := &slog.HandlerOptions{Level: lv}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // controlSocket is where a running server listens for the CLI: next to the
@@ -217,7 +313,7 @@ func newServeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			log := newLogger(cfg.Log, cmd.ErrOrStderr())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, log, cmd.ErrOrStderr())
@@ -238,6 +334,7 @@ type app struct {
 	smtpLn, httpLn, ctlLn net.Listener
 	mta                   *smtpd.Server
 	httpSrv, ctlSrv       *http.Server
+	sweepEvery            time.Duration
 }
 
 // serve runs burner until ctx is done or a server fails. Notices meant for
@@ -259,7 +356,11 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			a.close()
 		}
 	}()
-	a.db, err = storage.Open(cfg.Data, storage.Options{})
+	a.db, err = storage.Open(cfg.Data, storage.Options{
+		MaxAge:      cfg.Retention.MaxAge.Duration,
+		MaxPerInbox: cfg.Retention.MaxPerInbox,
+		MaxBytes:    cfg.Retention.MaxBytes,
+	})
 	if errors.Is(err, storage.ErrLocked) {
 		return nil, fmt.Errorf("%w: is another burner serving %s?", err, cfg.Data)
 	}
@@ -286,15 +387,20 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		Domains:         cfg.SMTP.Domains,
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
+		MaxConnections:  cfg.SMTP.MaxConnections,
+		CommandTimeout:  cfg.SMTP.CommandTimeout.Duration,
+		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
+		MaxLineLength:   cfg.SMTP.MaxLineLength,
 	}, log.With("component", "smtpd"))
-	api := server.New(a.db, server.Options{UI: cfg.UI.Enabled, Public: cfg.UI.Public}, log.With("component", "http"))
+	api := server.New(a.db, server.Options{UI: cfg.UI.Enabled, Public: cfg.UI.Public, MaxQueryBytes: cfg.HTTP.MaxQueryBytes}, log.With("component", "http"))
+	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{
 		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      90 * time.Second, // room for a long poll of up to 60s
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.HTTP.ReadTimeout.Duration,
+		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
+		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
 	a.ctlSrv = &http.Server{Handler: api.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
@@ -322,6 +428,9 @@ func (a *app) run(ctx context.Context) error {
 	go func() { errc <- a.mta.Serve(a.smtpLn) }()
 	go func() { errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn)) }()
 	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); a.sweep(sweepCtx) }()
 
 	var runErr error
 	select {
@@ -332,6 +441,8 @@ func (a *app) run(ctx context.Context) error {
 			runErr = errors.New("a server stopped unexpectedly")
 		}
 	}
+	stopSweep()
+	<-swept
 	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
@@ -344,6 +455,30 @@ func (a *app) run(ctx context.Context) error {
 		a.log.Warn("control shutdown", "err", err)
 	}
 	return runErr
+}
+
+// sweep applies retention at every tick until ctx is done, and logs what
+// it deleted.
+func (a *app) sweep(ctx context.Context) {
+	t := time.NewTicker(a.sweepEvery)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		n, err := a.db.Sweep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.log.Error("retention sweep failed", "err", err, "deleted", n)
+		case n > 0:
+			a.log.Info("retention sweep", "deleted", n, "duration_ms", time.Since(start).Milliseconds())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func ignoreClosed(err error) error {

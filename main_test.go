@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,11 +42,25 @@ func TestConfigExample(t *testing.T) {
 	}
 	// Every key of Config appears in the example, so none goes undocumented.
 	raw, _ := os.ReadFile("config.example.toml")
-	for _, key := range []string{"data", "listen", "hostname", "domains", "max_message_bytes", "max_recipients", "tls_cert", "tls_key", "max_age", "max_per_inbox", "enabled", "public"} {
+	for _, key := range tomlKeys(reflect.TypeOf(Config{})) {
 		if !regexp.MustCompile(`(?m)^` + key + ` = `).Match(raw) {
 			t.Errorf("config.example.toml does not document %q", key)
 		}
 	}
+}
+
+// tomlKeys returns the toml names of the leaf fields of a config struct.
+func tomlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(duration{}) {
+			keys = append(keys, tomlKeys(f.Type)...)
+			continue
+		}
+		keys = append(keys, f.Tag.Get("toml"))
+	}
+	return keys
 }
 
 // runCmd runs the CLI with args and returns its stdout.
@@ -91,7 +106,12 @@ func TestLoadConfig(t *testing.T) {
 		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.listen"},
 		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.max_recipients"}, // every problem at once
 		{"[smtp]\nlistn = \"127.0.0.1:25\"\n", "unknown key(s): smtp.listn"},
-		{"[retention]\nmax_age = \"a week\"\n", "retention.max_age"},
+		{"[retention]\nmax_age = \"a week\"\n", `"a week" is not a duration`},
+		{"[retention]\nmax_age = \"-1h\"\n", "retention.max_age"},
+		{"[smtp]\ndata_timeout = \"0\"\n", "smtp.data_timeout: must be a positive duration"},
+		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.format"},
+		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.level"},
+		{"[http]\nmax_query_bytes = 0\n", "http.max_query_bytes"},
 		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
 		{"data = \n", "config"},
 	} {
@@ -116,6 +136,7 @@ func TestVersion(t *testing.T) {
 type testApp struct {
 	*app
 	config string // the config file the CLI can be pointed at
+	data   string // the data file
 	key    string // the first API key, printed at start
 	cancel context.CancelFunc
 	done   chan error
@@ -147,7 +168,7 @@ func startApp(t *testing.T, extra string) *testApp {
 		t.Fatalf("start printed %q; want the first key and how to manage keys", notice.String())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ta := &testApp{app: a, config: cfgFile, key: key, cancel: cancel, done: make(chan error, 1)}
+	ta := &testApp{app: a, config: cfgFile, data: data, key: key, cancel: cancel, done: make(chan error, 1)}
 	go func() { ta.done <- a.run(ctx) }()
 	t.Cleanup(ta.stop)
 	return ta
@@ -457,5 +478,98 @@ func TestKillNine(t *testing.T) {
 			}
 			t.Logf("kill after %d: %d acked, %d stored", killAfter, len(acked), len(stored))
 		})
+	}
+}
+
+func TestJSONLogs(t *testing.T) {
+	var buf bytes.Buffer
+	newLogger(LogConfig{Format: "json", Level: "warn"}, &buf).Info("hidden")
+	newLogger(LogConfig{Format: "json", Level: "warn"}, &buf).Warn("shown", "email_id", "x")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "shown" || line["email_id"] != "x" {
+		t.Errorf("JSON log output %q (%v); want one JSON line for the warning only", buf.String(), err)
+	}
+}
+
+// TestRetentionSweeper: the sweeper runs inside serve and deletes what is
+// older than max_age.
+func TestRetentionSweeper(t *testing.T) {
+	ta := startApp(t, "[retention]\nmax_age = \"200ms\"\nsweep_interval = \"20ms\"\n")
+	if err := sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"short@inbox.test"}, "Subject: brief\r\n\r\nhi\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := ta.get(t, ta.key, "/api/v1/emails?to=short"); !strings.Contains(string(body), "brief") {
+		t.Fatalf("the email is not listed right after delivery: %s", body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := ta.get(t, ta.key, "/api/v1/emails?to=short")
+		if strings.TrimSpace(string(body)) == "[]" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the email outlived max_age 200ms by 10s: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShutdownLetsDataCommit: a message whose DATA is under way when
+// shutdown starts is still accepted and stored; new connections are not.
+func TestShutdownLetsDataCommit(t *testing.T) {
+	ta := startApp(t, "")
+	addr := ta.smtpLn.Addr().String()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Mail("a@sender.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("inflight@inbox.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "Subject: in flight\r\n\r\nhalf")
+	ta.cancel() // SIGTERM
+	// The listener closes first: poll until a new connection is refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		nc.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the SMTP listener still accepts 10s after shutdown began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(w, " and the rest\r\n")
+	if err := w.Close(); err != nil {
+		t.Fatalf("DATA in flight at shutdown: %v, want 250", err)
+	}
+	c.Quit()
+	select {
+	case err := <-ta.done:
+		ta.done <- err // for the cleanup's stop
+		if err != nil {
+			t.Fatalf("run returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("burner did not stop within 20s")
+	}
+	db, err := storage.Open(ta.data, storage.Options{})
+	if err != nil {
+		t.Fatalf("reopen after shutdown: %v", err)
+	}
+	defer db.Close()
+	es, err := db.List(context.Background(), storage.Query{LocalPart: "inflight"})
+	if err != nil || len(es) != 1 || *es[0].Subject != "in flight" {
+		t.Errorf("after shutdown the file holds %+v, %v; want the message that got 250", es, err)
 	}
 }

@@ -21,6 +21,9 @@ type Options struct {
 	// Public lets anyone read inboxes in the UI without an API key
 	// (ui.public). Reserved for the UI.
 	Public bool
+	// MaxQueryBytes caps a request's query string; a longer one is
+	// answered 414 before any other work. 0 means 4 KiB.
+	MaxQueryBytes int
 }
 
 // Server answers HTTP requests from one storage.DB. It is safe for
@@ -38,8 +41,11 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxQueryBytes == 0 {
+		opts.MaxQueryBytes = 4 << 10
+	}
 	s := &Server{db: db, opts: opts, log: log}
-	s.handler = s.logRequests(s.recoverPanics(secureHeaders(s.routes())))
+	s.handler = s.logRequests(s.recoverPanics(secureHeaders(s.limitQuery(s.routes()))))
 	s.control = s.logRequests(s.recoverPanics(secureHeaders(s.controlRoutes())))
 	return s
 }
@@ -132,6 +138,18 @@ func secureHeaders(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-store")
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitQuery refuses a query string longer than Options.MaxQueryBytes: no
+// filter needs more, and parsing one costs memory.
+func (s *Server) limitQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.URL.RawQuery) > s.opts.MaxQueryBytes {
+			writeError(w, http.StatusRequestURITooLong, "Query string too long.")
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -459,3 +459,12 @@ func TestBearerToken(t *testing.T) {
 		t.Errorf("bearerToken(no header) succeeded, want failure")
 	}
 }
+
+func TestQueryTooLong(t *testing.T) {
+	a := newAPI(t)
+	long := "/api/v1/emails?to=alice&search=" + strings.Repeat("x", 4<<10)
+	wantJSON(t, "GET with a 4 KiB search", a.call("GET", long), http.StatusRequestURITooLong, `{"error":"Query string too long."}`)
+	// Just under the cap is served.
+	ok := "/api/v1/emails?to=alice&search=" + strings.Repeat("x", 4<<10-len("to=alice&search="))
+	wantJSON(t, "GET with a query of exactly 4 KiB", a.call("GET", ok), http.StatusOK, `[]`)
+}

@@ -101,6 +101,7 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 	h := mail.Header{Header: e.Header}
 	m.From, m.FromName = sender(h, envelopeFrom)
 	m.Subject = subject(h)
+	m.Headers = headers(h)
 
 	var parts textParts
 	parts.walk(e, err, 0)
@@ -216,6 +217,25 @@ func sender(h mail.Header, envelopeFrom string) (addr, name string) {
 		}
 	}
 	return validUTF8(list[0].Address), validUTF8(name)
+}
+
+// maxHeaders bounds the header fields kept for the header filter; a
+// message with more is hostile or broken, and its first fields are the ones
+// a test sets.
+const maxHeaders = 100
+
+// headers returns the message's header fields with decoded values (RFC
+// 2047), for the API's header filter.
+func headers(h mail.Header) []storage.Header {
+	var out []storage.Header
+	for f := h.Fields(); f.Next() && len(out) < maxHeaders; {
+		v, err := f.Text()
+		if err != nil {
+			v = f.Value() // an unknown charset: the raw value is the best there is
+		}
+		out = append(out, storage.Header{Name: f.Key(), Value: validUTF8(v)})
+	}
+	return out
 }
 
 // subject returns the decoded Subject header, or nil when there is none.

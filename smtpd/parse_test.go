@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"burner/storage"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -403,5 +405,17 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := p.parse(raw, goldenEnvelope); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestParseHeaders(t *testing.T) {
+	raw := "From: a@example.com\r\nX-Test-Run: 42\r\nX-Label: =?utf-8?q?caf=C3=A9?=\r\nSubject: s\r\n\r\nbody\r\n"
+	m, err := newParser().parse([]byte(raw), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []storage.Header{{Name: "From", Value: "a@example.com"}, {Name: "X-Test-Run", Value: "42"}, {Name: "X-Label", Value: "café"}, {Name: "Subject", Value: "s"}}
+	if fmt.Sprint(m.Headers) != fmt.Sprint(want) {
+		t.Errorf("parse(%q).Headers = %v, want %v", raw, m.Headers, want)
 	}
 }

@@ -28,8 +28,11 @@ type Options struct {
 	Domains         []string      // inbox domains, case-insensitive; empty accepts any
 	MaxMessageBytes int64         // advertised with SIZE; 10 MiB
 	MaxRecipients   int           // per message; 100
-	ReadTimeout     time.Duration // per command or DATA read; 5 minutes (RFC 5321 §4.5.3.2)
+	MaxConnections  int           // open at once; more are answered 421; 100
+	CommandTimeout  time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
+	DataTimeout     time.Duration // for the whole of a message's data; 10 minutes
 	WriteTimeout    time.Duration // per reply; 1 minute
+	MaxLineLength   int           // of a command line; 2000 (twice RFC 5321 §4.5.3.1.6)
 	TLSConfig       *tls.Config   // enables STARTTLS when set
 }
 
@@ -40,6 +43,9 @@ type Server struct {
 	log     *slog.Logger
 	domains map[string]bool
 	smtp    *smtp.Server
+
+	maxConns    int
+	dataTimeout time.Duration
 
 	// inflight counts DATA commands between the end of data and their
 	// reply, so that Shutdown can wait for their commits.
@@ -57,13 +63,22 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.MaxRecipients == 0 {
 		opts.MaxRecipients = 100
 	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = 5 * time.Minute
+	if opts.MaxConnections == 0 {
+		opts.MaxConnections = 100
+	}
+	if opts.CommandTimeout == 0 {
+		opts.CommandTimeout = 5 * time.Minute
+	}
+	if opts.DataTimeout == 0 {
+		opts.DataTimeout = 10 * time.Minute
 	}
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = time.Minute
 	}
-	s := &Server{db: db, parser: newParser(), log: log}
+	if opts.MaxLineLength == 0 {
+		opts.MaxLineLength = 2000
+	}
+	s := &Server{db: db, parser: newParser(), log: log, maxConns: opts.MaxConnections, dataTimeout: opts.DataTimeout}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -74,8 +89,9 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	srv.Domain = opts.Hostname
 	srv.MaxMessageBytes = opts.MaxMessageBytes
 	srv.MaxRecipients = opts.MaxRecipients
-	srv.ReadTimeout = opts.ReadTimeout
+	srv.ReadTimeout = opts.CommandTimeout
 	srv.WriteTimeout = opts.WriteTimeout
+	srv.MaxLineLength = opts.MaxLineLength
 	srv.TLSConfig = opts.TLSConfig
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = logAdapter{log}
@@ -85,7 +101,10 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 
 // Serve accepts SMTP connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.smtp.Serve(ln)
+	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, func(c net.Conn) {
+		s.log.Warn("connection refused: too many", "remote", c.RemoteAddr().String(), "max", s.maxConns)
+		tooBusy(c)
+	}))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -150,12 +169,24 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
+// errDataAborted ends a DATA whose connection is already closed; nobody
+// reads it.
+var errDataAborted = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 4, 2}, Message: "Connection closed"}
+
+// errStorageFull answers DATA when the data file is at its cap
+// (retention.max_bytes): the sender retries later, when the sweeper or a
+// client has made room.
+var errStorageFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage, try again later"}
+
 // errTempStorage answers DATA when the commit failed: the sender keeps the
 // message and retries.
 var errTempStorage = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary storage failure, try again later"}
 
 func (ss *session) Data(r io.Reader) (err error) {
 	start := time.Now()
+	// go-smtp's read deadline, set when it read the DATA command, would
+	// otherwise bound the whole message by the command timeout.
+	ss.conn.Conn().SetReadDeadline(start.Add(ss.srv.dataTimeout))
 	var buf bytes.Buffer
 	ss.writeReceived(&buf, start)
 	if _, err := buf.ReadFrom(r); err != nil {
@@ -163,7 +194,16 @@ func (ss *session) Data(r io.Reader) (err error) {
 		if errors.As(err, &smtpErr) {
 			return smtpErr // 552 for an oversize message, from go-smtp's reader
 		}
-		return err
+		// A timeout or a broken connection in the middle of the data: the
+		// rest of the message must never be read as commands, so say
+		// goodbye and hang up. go-smtp has flushed its 354 and writes
+		// nothing until we return, so this reply goes out in order.
+		ss.srv.log.Debug("DATA aborted", "err", err, "remote", ss.conn.Conn().RemoteAddr().String())
+		nc := ss.conn.Conn()
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(nc, "421 4.4.2 Timeout or error reading the message, closing connection\r\n")
+		nc.Close()
+		return errDataAborted
 	}
 	ss.srv.inflight.Add(1)
 	defer ss.srv.inflight.Done()
@@ -181,6 +221,10 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
+	if errors.Is(err, storage.ErrFull) {
+		ss.srv.log.Warn("email refused: data file full", "recipients", len(ss.rcpts), "bytes", len(raw))
+		return errStorageFull
+	}
 	if err != nil {
 		ss.srv.log.Error("storing email failed", "err", err, "recipients", len(ss.rcpts))
 		return errTempStorage

@@ -234,3 +234,91 @@ func BenchmarkIngest(b *testing.B) {
 		}
 	})
 }
+
+func TestTooManyConnections(t *testing.T) {
+	db := openDB(t)
+	addr := startDaemon(t, db, Options{MaxConnections: 2})
+	first, second := dial(t, addr), dial(t, addr)
+	for _, c := range []*smtp.Client{first, second} {
+		if err := c.Noop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The third is answered 421 in its greeting.
+	third := dial(t, addr)
+	wantCode(t, "third connection", third.Noop(), 421)
+	// A slot comes back when a connection ends.
+	second.Quit()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := dial(t, addr).Noop()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot within 10s after a connection quit: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDataFileFullIs452(t *testing.T) {
+	db, err := storage.Open(filepath.Join(t.TempDir(), "burner.db"), storage.Options{MaxBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := dial(t, startDaemon(t, db, Options{}))
+	big := "Subject: big\r\n\r\n" + strings.Repeat(strings.Repeat("x", 98)+"\r\n", 1000)
+	wantCode(t, "DATA past the file's cap", c.SendMail("a@sender.test", []string{"full@inbox.test"}, strings.NewReader(big)), 452)
+	if es := list(t, db, "full"); len(es) != 0 {
+		t.Errorf("a refused message was stored: %+v", es)
+	}
+}
+
+// A panic while handling one message costs that message a 451, not the
+// daemon.
+func TestPanicInSessionIs451(t *testing.T) {
+	db := openDB(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(db, Options{}, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	srv.parser = &parser{} // a nil bluemonday policy panics in Sanitize
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	for i := range 2 { // the second connection shows the daemon still serves
+		c := dial(t, ln.Addr().String())
+		wantCode(t, fmt.Sprint("DATA that panics, try ", i), c.SendMail("a@sender.test", []string{"p@inbox.test"}, strings.NewReader(simple)), 451)
+	}
+	if es := list(t, db, "p"); len(es) != 0 {
+		t.Errorf("stored %+v after a panic, want nothing", es)
+	}
+}
+
+func TestDataTimeout(t *testing.T) {
+	db := openDB(t)
+	addr := startDaemon(t, db, Options{DataTimeout: 300 * time.Millisecond})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A raw client, so that it can stall in the middle of DATA.
+	io.WriteString(conn, "EHLO slow.test\r\nMAIL FROM:<a@sender.test>\r\nRCPT TO:<slow@inbox.test>\r\nDATA\r\nSubject: slow\r\n\r\nstarted but never ")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(conn) // until the daemon hangs up
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the daemon did not hang up on a stalled DATA within 10s; it said %q", got)
+	}
+	if !strings.HasSuffix(string(got), "354 Go ahead. End your data with <CR><LF>.<CR><LF>\r\n421 4.4.2 Timeout or error reading the message, closing connection\r\n") {
+		t.Errorf("a stalled DATA got %q; want 421 and the connection closed", got)
+	}
+	if es := list(t, db, "slow"); len(es) != 0 {
+		t.Errorf("a timed-out message was stored: %+v", es)
+	}
+	if err := dial(t, addr).SendMail("a@sender.test", []string{"slow@inbox.test"}, strings.NewReader(simple)); err != nil {
+		t.Errorf("SendMail after a timed-out one: %v", err)
+	}
+}

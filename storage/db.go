@@ -18,13 +18,14 @@ var ErrLocked = errors.New("storage: data file is in use by another process")
 const schemaVersion = 1
 
 // Bucket names. The layout of each is documented where it is encoded:
-// emails.go for emails, ids, contents and raw; keys.go for keys and keyhashes.
+// records.go for emails, ids, inboxes, contents and raw; keys.go for keys and keyhashes.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
 	bucketIDs       = []byte("ids")
 	bucketContents  = []byte("contents")
 	bucketRaw       = []byte("raw")
+	bucketInboxes   = []byte("inboxes")
 	bucketKeys      = []byte("keys")
 	bucketKeyHashes = []byte("keyhashes")
 	keySchema       = []byte("schema")
@@ -40,12 +41,27 @@ type Options struct {
 	// UsageFlushInterval is how often key "last used" times held in memory
 	// are written to the file; 0 means one minute (SPEC §1).
 	UsageFlushInterval time.Duration
+	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
+	// emails forever.
+	MaxAge time.Duration
+	// MaxPerInbox caps the emails of one inbox: delivery and Sweep delete
+	// the oldest beyond it. 0 means no cap.
+	MaxPerInbox int
+	// MaxBytes caps the data in the file: past it Deliver returns ErrFull.
+	// 0 means no cap.
+	MaxBytes int64
 }
 
 // DB is an open burner data file. It is safe for concurrent use.
 type DB struct {
-	bolt *bolt.DB
-	now  func() time.Time
+	bolt        *bolt.DB
+	now         func() time.Time
+	maxAge      time.Duration
+	maxPerInbox int
+	maxBytes    int64
+
+	notifyMu sync.Mutex
+	waiting  map[string]chan struct{} // inbox name -> closed at its next delivery
 
 	usageMu sync.Mutex
 	usage   map[string]time.Time // key id -> last use not yet written
@@ -78,10 +94,14 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{
-		bolt:  bdb,
-		now:   opts.Now,
-		usage: make(map[string]time.Time),
-		stop:  make(chan struct{}),
+		bolt:        bdb,
+		now:         opts.Now,
+		maxAge:      opts.MaxAge,
+		maxPerInbox: opts.MaxPerInbox,
+		maxBytes:    opts.MaxBytes,
+		waiting:     make(map[string]chan struct{}),
+		usage:       make(map[string]time.Time),
+		stop:        make(chan struct{}),
 	}
 	db.flushed.Add(1)
 	go db.flushUsageEvery(opts.UsageFlushInterval)
@@ -90,7 +110,7 @@ func Open(path string, opts Options) (*DB, error) {
 
 func initBuckets(bdb *bolt.DB) error {
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

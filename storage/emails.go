@@ -6,48 +6,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/text/cases"
-)
-
-// The email layout:
-//
-//	emails:   lower(localpart) 0x00 be64(receivedAt unix ms) be64(seq) -> email record
-//	ids:      uuid (16 bytes)                                         -> emails key
-//	contents: be64(content seq)                                       -> content record
-//	raw:      be64(content seq)                                       -> the message as received
-//
-// A local part never contains 0x00, so "alice" 0x00 is a prefix of alice's
-// keys only (not of "alice+x" or "alicf"), and within it keys sort by time,
-// then by seq, the emails bucket's sequence at commit: listing newest first is
-// a seek past the prefix and a walk backwards that reads only what it returns.
-//
-// The body, search text and raw source are stored once per message and
-// shared by its recipients' emails (a content record counts its references),
-// so a message to 100 recipients does not cost 100 copies.
-//
-// An email record is
-//
-//	version(1) flags(1) id(16) contentKey(8) uvarint-prefixed: to, from, fromName, subject
-//
-// and a content record is
-//
-//	uvarint(refs) flags(1) uvarint-prefixed body, then the case-folded search text to the end.
-const (
-	emailVersion   = 1
-	flagRead       = 1 << 0
-	flagHasSubject = 1 << 1
-	flagHasBody    = 1 << 0
 )
 
 // Deliver stores msg once for each recipient address in to, in one durable
 // transaction, and returns the stored emails in the order of to. Each
 // address's local part must pass ValidLocalPart. When Deliver returns nil the
-// emails are on disk (fsynced); concurrent calls share one commit.
+// emails are on disk (fsynced); concurrent calls share one commit. An inbox
+// past Options.MaxPerInbox loses its oldest emails in the same transaction.
+// Deliver returns an error wrapping ErrFull when the file is at its cap.
 func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -55,17 +25,22 @@ func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, 
 	if len(to) == 0 {
 		return nil, errors.New("deliver: no recipients")
 	}
+	if err := db.checkRoom(len(msg.Raw)); err != nil {
+		return nil, fmt.Errorf("deliver: %w", err)
+	}
 	received := db.now().UTC().Truncate(time.Millisecond)
 	emails := make([]Email, len(to))
-	prefixes := make([][]byte, len(to))
+	ids := make([]uuid.UUID, len(to))
+	inboxes := make([][]byte, len(to))
 	for i, addr := range to {
 		local := localPartOf(addr)
 		if !ValidLocalPart(local) || len(local) > MaxLocalPart {
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}
-		prefixes[i] = inboxPrefix(local)
+		inboxes[i] = inboxName(local)
+		ids[i] = uuid.New()
 		emails[i] = Email{
-			ID:         uuid.New().String(),
+			ID:         ids[i].String(),
 			To:         addr,
 			From:       msg.From,
 			FromName:   msg.FromName,
@@ -74,7 +49,7 @@ func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, 
 			ReceivedAt: received,
 		}
 	}
-	content := encodeContent(len(to), msg.Body, fold(msg.Text))
+	content := encodeContent(len(to), msg)
 	// Batch may run this function more than once (it retries after a failed
 	// batch), so it only writes values computed above and sequences that a
 	// rollback resets.
@@ -91,19 +66,28 @@ func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, 
 		if err := tx.Bucket(bucketRaw).Put(ckey, msg.Raw); err != nil {
 			return err
 		}
-		eb, ids := tx.Bucket(bucketEmails), tx.Bucket(bucketIDs)
+		eb := tx.Bucket(bucketEmails)
 		for i := range emails {
 			seq, err := eb.NextSequence()
 			if err != nil {
 				return err
 			}
-			key := emailKey(prefixes[i], received, seq)
-			uid := uuid.MustParse(emails[i].ID)
-			if err := eb.Put(key, encodeEmail(&emails[i], uid, ckey)); err != nil {
+			key := emailKey(inboxes[i], received, seq)
+			if err := eb.Put(key, encodeEmail(&emails[i], ids[i], ckey)); err != nil {
 				return err
 			}
-			if err := ids.Put(uid[:], key); err != nil {
+			if err := tx.Bucket(bucketIDs).Put(ids[i][:], key); err != nil {
 				return err
+			}
+			if err := addCount(tx, inboxes[i], 1); err != nil {
+				return err
+			}
+		}
+		if db.maxPerInbox > 0 {
+			for _, inbox := range inboxes {
+				if _, err := trimInbox(tx, inbox, db.maxPerInbox, -1); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -111,11 +95,32 @@ func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, 
 	if err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
+	for _, inbox := range inboxes {
+		db.notify(string(inbox))
+	}
 	return emails, nil
 }
 
+// checkRoom returns ErrFull when storing n more bytes would take the data
+// file past Options.MaxBytes. Pages freed by deletions are reused, so what
+// counts is the file's size less its free pages.
+func (db *DB) checkRoom(n int) error {
+	if db.maxBytes <= 0 {
+		return nil
+	}
+	var size int64
+	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return err
+	}
+	if used := size - int64(db.bolt.Stats().FreeAlloc); used+int64(n) > db.maxBytes {
+		return ErrFull
+	}
+	return nil
+}
+
 // List returns the emails of q.LocalPart that match q, newest first (equal
-// times in reverse arrival order).
+// times in reverse arrival order). With q.After it returns ErrNotFound when
+// that email does not exist (or is in another inbox).
 func (db *DB) List(ctx context.Context, q Query) ([]Email, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -124,17 +129,28 @@ func (db *DB) List(ctx context.Context, q Query) ([]Email, error) {
 	var out []Email
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		prefix := inboxPrefix(q.LocalPart)
+		var after []byte // keys at or before it are not listed
+		if q.After != "" {
+			uid, err := parseID(q.After)
+			if err != nil {
+				return err
+			}
+			if after = tx.Bucket(bucketIDs).Get(uid[:]); after == nil || !bytes.HasPrefix(after, prefix) {
+				return ErrNotFound
+			}
+		}
 		contents := tx.Bucket(bucketContents)
 		c := tx.Bucket(bucketEmails).Cursor()
-		// The first key past the prefix is prefix with its 0x00 made 0x01.
-		end := append(bytes.Clone(prefix[:len(prefix)-1]), 0x01)
-		k, v := c.Seek(end)
+		k, v := c.Seek(prefixEnd(prefix))
 		if k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			if after != nil && bytes.Compare(k, after) <= 0 {
+				break
+			}
 			if !q.Since.IsZero() && !keyTime(k).After(q.Since) {
 				break // keys only get older from here
 			}
@@ -142,14 +158,14 @@ func (db *DB) List(ctx context.Context, q Query) ([]Email, error) {
 			if err != nil {
 				return err
 			}
-			body, text, err := decodeContent(contents.Get(ckey))
+			ct, err := decodeContent(contents.Get(ckey))
 			if err != nil {
 				return fmt.Errorf("email %s: %w", e.ID, err)
 			}
-			if !m.match(&e, text) {
+			if !m.match(&e, &ct) {
 				continue
 			}
-			e.Body = bodyString(body)
+			e.Body = bodyString(ct.body)
 			out = append(out, e)
 			if q.Limit > 0 && len(out) >= q.Limit {
 				break
@@ -175,8 +191,8 @@ func (db *DB) Email(ctx context.Context, id string) (Email, error) {
 		if e, ckey, err = decodeEmail(key, rec); err != nil {
 			return err
 		}
-		body, _, err := decodeContent(tx.Bucket(bucketContents).Get(ckey))
-		e.Body = bodyString(body)
+		ct, err := decodeContent(tx.Bucket(bucketContents).Get(ckey))
+		e.Body = bodyString(ct.body)
 		return err
 	})
 	if err != nil {
@@ -189,12 +205,8 @@ func (db *DB) Email(ctx context.Context, id string) (Email, error) {
 func (db *DB) Raw(ctx context.Context, id string) ([]byte, error) {
 	var raw []byte
 	err := db.view(ctx, id, func(tx *bolt.Tx, key, rec []byte) error {
-		_, ckey, err := decodeEmail(key, rec)
-		if err != nil {
-			return err
-		}
 		// Values are only valid inside the transaction.
-		raw = bytes.Clone(tx.Bucket(bucketRaw).Get(ckey))
+		raw = bytes.Clone(tx.Bucket(bucketRaw).Get(recordContentKey(rec)))
 		return nil
 	})
 	if err != nil {
@@ -231,14 +243,15 @@ func (db *DB) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// clearBatch bounds one Clear transaction, so that clearing a large inbox
-// never holds the write lock long enough to stall SMTP ingest.
-const clearBatch = 256
+// smallTx bounds the deletions of one transaction of a long job (Clear, the
+// sweeper), so that it never holds the write lock long enough to stall SMTP
+// ingest.
+const smallTx = 256
 
 // Clear deletes every email of the inbox localPart and returns how many it
 // deleted. It works in small transactions and stops early when ctx is done.
 func (db *DB) Clear(ctx context.Context, localPart string) (int, error) {
-	prefix := inboxPrefix(localPart)
+	inbox := inboxName(localPart)
 	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -246,46 +259,66 @@ func (db *DB) Clear(ctx context.Context, localPart string) (int, error) {
 		}
 		n := 0
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketEmails).Cursor()
-			var keys, recs [][]byte
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(keys) < clearBatch; k, v = c.Next() {
-				keys, recs = append(keys, k), append(recs, v)
-			}
-			// Deleting while a cursor walks the bucket can skip keys, so
-			// collect first, then delete.
-			for i := range keys {
-				if err := deleteEmail(tx, bytes.Clone(keys[i]), bytes.Clone(recs[i])); err != nil {
-					return err
-				}
-			}
-			n = len(keys)
-			return nil
+			var err error
+			n, err = trimInbox(tx, inbox, 0, smallTx)
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("clear %s: %w", localPart, err)
 		}
 		total += n
-		if n < clearBatch {
+		if n < smallTx {
 			return total, nil
 		}
 	}
 }
 
-// deleteEmail removes one email and drops its reference to its content.
+// trimInbox deletes the oldest emails of inbox until at most keep remain,
+// or until it has deleted most (when most >= 0), and returns how many it
+// deleted.
+func trimInbox(tx *bolt.Tx, inbox []byte, keep, most int) (int, error) {
+	over := inboxCount(tx, inbox) - keep
+	if most >= 0 && over > most {
+		over = most
+	}
+	if over <= 0 {
+		return 0, nil
+	}
+	prefix := append(bytes.Clone(inbox), 0)
+	c := tx.Bucket(bucketEmails).Cursor()
+	// Deleting while a cursor walks the bucket can skip keys, so collect
+	// first, then delete.
+	var keys, recs [][]byte
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(keys) < over; k, v = c.Next() {
+		keys, recs = append(keys, bytes.Clone(k)), append(recs, bytes.Clone(v))
+	}
+	for i := range keys {
+		if err := deleteEmail(tx, keys[i], recs[i]); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
+}
+
+// deleteEmail removes one email, counts it out of its inbox and drops its
+// reference to its content.
 func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
-	if len(rec) < 26 {
+	if len(rec) < emailFixedLen {
 		return errCorrupt
 	}
-	id, ckey := rec[2:18], rec[18:26]
 	if err := tx.Bucket(bucketEmails).Delete(key); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketIDs).Delete(id); err != nil {
+	if err := tx.Bucket(bucketIDs).Delete(recordID(rec)); err != nil {
 		return err
 	}
+	if err := addCount(tx, keyInbox(key), -1); err != nil {
+		return err
+	}
+	ckey := recordContentKey(rec)
 	contents := tx.Bucket(bucketContents)
 	c := contents.Get(ckey)
-	refs, n := binary.Uvarint(c)
+	refs, n := contentRefs(c)
 	if n <= 0 {
 		return errCorrupt
 	}
@@ -297,6 +330,25 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 	}
 	updated := binary.AppendUvarint(nil, refs-1)
 	return contents.Put(ckey, append(updated, c[n:]...))
+}
+
+// inboxCount returns the number of emails in inbox.
+func inboxCount(tx *bolt.Tx, inbox []byte) int {
+	v := tx.Bucket(bucketInboxes).Get(inbox)
+	if len(v) != 8 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(v))
+}
+
+// addCount adds delta to the count of inbox, forgetting an inbox at zero.
+func addCount(tx *bolt.Tx, inbox []byte, delta int) error {
+	n := inboxCount(tx, inbox) + delta
+	b := tx.Bucket(bucketInboxes)
+	if n <= 0 {
+		return b.Delete(inbox)
+	}
+	return b.Put(bytes.Clone(inbox), be64(uint64(n)))
 }
 
 // view runs fn in a read transaction with the key and record of email id.
@@ -313,14 +365,9 @@ func (db *DB) withEmail(ctx context.Context, run func(func(*bolt.Tx) error) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Only the canonical 36-character form names an email; uuid.Parse
-	// would also take urn:uuid:, braces and bare hex.
-	if len(id) != 36 {
-		return ErrNotFound
-	}
-	uid, err := uuid.Parse(id)
+	uid, err := parseID(id)
 	if err != nil {
-		return ErrNotFound
+		return err
 	}
 	return run(func(tx *bolt.Tx) error {
 		key := tx.Bucket(bucketIDs).Get(uid[:])
@@ -335,184 +382,18 @@ func (db *DB) withEmail(ctx context.Context, run func(func(*bolt.Tx) error) erro
 	})
 }
 
+// parseID parses an email id, or returns ErrNotFound. Only the canonical
+// 36-character form names an email; uuid.Parse would also take urn:uuid:,
+// braces and bare hex.
+func parseID(id string) (uuid.UUID, error) {
+	if len(id) != 36 {
+		return uuid.UUID{}, ErrNotFound
+	}
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.UUID{}, ErrNotFound
+	}
+	return uid, nil
+}
+
 var errCorrupt = errors.New("storage: corrupt record")
-
-// localPartOf returns the part of addr before its last '@' (all of addr when
-// it has none).
-func localPartOf(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[:i]
-	}
-	return addr
-}
-
-// inboxPrefix returns lower(localPart) 0x00. Local parts are ASCII
-// (ValidLocalPart), so ASCII lower-casing is the whole of case-insensitivity.
-func inboxPrefix(localPart string) []byte {
-	p := make([]byte, 0, len(localPart)+1)
-	for i := 0; i < len(localPart); i++ {
-		c := localPart[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		p = append(p, c)
-	}
-	return append(p, 0)
-}
-
-func emailKey(prefix []byte, t time.Time, seq uint64) []byte {
-	k := make([]byte, 0, len(prefix)+16)
-	k = append(k, prefix...)
-	k = binary.BigEndian.AppendUint64(k, uint64(t.UnixMilli()))
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-func keyTime(key []byte) time.Time {
-	ms := binary.BigEndian.Uint64(key[len(key)-16:])
-	return time.UnixMilli(int64(ms)).UTC()
-}
-
-func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
-func encodeEmail(e *Email, id uuid.UUID, ckey []byte) []byte {
-	var flags byte
-	if e.Read {
-		flags |= flagRead
-	}
-	subject := ""
-	if e.Subject != nil {
-		flags |= flagHasSubject
-		subject = *e.Subject
-	}
-	b := make([]byte, 0, 26+len(e.To)+len(e.From)+len(e.FromName)+len(subject)+8)
-	b = append(b, emailVersion, flags)
-	b = append(b, id[:]...)
-	b = append(b, ckey...)
-	for _, s := range []string{e.To, e.From, e.FromName, subject} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	return b
-}
-
-// decodeEmail decodes an email record (without its body) and returns the key
-// of its content record.
-func decodeEmail(key, rec []byte) (Email, []byte, error) {
-	if len(rec) < 26 || rec[0] != emailVersion || len(key) < 17 {
-		return Email{}, nil, errCorrupt
-	}
-	flags := rec[1]
-	e := Email{
-		ID:         uuid.UUID(rec[2:18]).String(),
-		ReceivedAt: keyTime(key),
-		Read:       flags&flagRead != 0,
-	}
-	ckey := bytes.Clone(rec[18:26])
-	rest := rec[26:]
-	var fields [4]string
-	for i := range fields {
-		n, w := binary.Uvarint(rest)
-		if w <= 0 || uint64(len(rest)-w) < n {
-			return Email{}, nil, errCorrupt
-		}
-		fields[i] = string(rest[w : w+int(n)])
-		rest = rest[w+int(n):]
-	}
-	e.To, e.From, e.FromName = fields[0], fields[1], fields[2]
-	if flags&flagHasSubject != 0 {
-		e.Subject = &fields[3]
-	}
-	return e, ckey, nil
-}
-
-func encodeContent(refs int, body *string, foldedText string) []byte {
-	var flags byte
-	b := ""
-	if body != nil {
-		flags |= flagHasBody
-		b = *body
-	}
-	out := binary.AppendUvarint(make([]byte, 0, 12+len(b)+len(foldedText)), uint64(refs))
-	out = append(out, flags)
-	out = binary.AppendUvarint(out, uint64(len(b)))
-	out = append(out, b...)
-	return append(out, foldedText...)
-}
-
-// decodeContent returns the body of a content record (nil when the message
-// has none) and its folded search text, both as slices into rec, valid only
-// inside the transaction: List copies a body only once the email matches.
-func decodeContent(rec []byte) (body, text []byte, err error) {
-	_, w := binary.Uvarint(rec)
-	if w <= 0 || len(rec) < w+1 {
-		return nil, nil, errCorrupt
-	}
-	flags := rec[w]
-	rest := rec[w+1:]
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || uint64(len(rest)-w) < n {
-		return nil, nil, errCorrupt
-	}
-	body = rest[w : w+int(n) : w+int(n)]
-	if flags&flagHasBody == 0 {
-		body = nil
-	} else if body == nil {
-		body = []byte{}
-	}
-	return body, rest[w+int(n):], nil
-}
-
-// bodyString copies a body out of a transaction; nil stays nil.
-func bodyString(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
-}
-
-// fold returns s under Unicode full case folding, the form in which search
-// text is stored and compared (so "STRASSE" finds "Straße").
-func fold(s string) string {
-	return cases.Fold().String(s)
-}
-
-// matcher holds a Query's filters, folded once per List.
-type matcher struct {
-	subject, body string
-	terms         []string
-}
-
-func newMatcher(q Query) matcher {
-	m := matcher{subject: fold(q.Subject), body: fold(q.Body)}
-	for _, t := range q.Terms {
-		if t != "" {
-			m.terms = append(m.terms, fold(t))
-		}
-	}
-	return m
-}
-
-func (m *matcher) match(e *Email, text []byte) bool {
-	if m.subject != "" && (e.Subject == nil || !strings.Contains(fold(*e.Subject), m.subject)) {
-		return false
-	}
-	if m.body != "" && !bytes.Contains(text, []byte(m.body)) {
-		return false
-	}
-	if len(m.terms) == 0 {
-		return true
-	}
-	subject := ""
-	if e.Subject != nil {
-		subject = fold(*e.Subject)
-	}
-	name, from := fold(e.FromName), fold(e.From)
-	for _, t := range m.terms {
-		if !strings.Contains(subject, t) && !strings.Contains(name, t) &&
-			!strings.Contains(from, t) && !bytes.Contains(text, []byte(t)) {
-			return false
-		}
-	}
-	return true
-}

@@ -51,6 +51,29 @@ func deliver(t testing.TB, db *DB, subject string, to ...string) []Email {
 	return got
 }
 
+// deliverMany delivers n messages from 8 goroutines, so that bbolt's
+// Batch shares the fsyncs; msg(i) gives the subject and recipient of the
+// i-th. Their order is not defined.
+func deliverMany(t testing.TB, db *DB, n int, msg func(i int) (subject, to string)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				subject, to := msg(i)
+				m := &Message{Subject: ptr(subject), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\n")}
+				if _, err := db.Deliver(context.Background(), m, []string{to}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 func subjects(es []Email) []string {
 	var out []string
 	for _, e := range es {
@@ -195,13 +218,11 @@ func TestListFilters(t *testing.T) {
 
 func TestClear(t *testing.T) {
 	db := openDB(t, Options{})
-	for i := range clearBatch + 3 {
-		deliver(t, db, fmt.Sprint("m", i), "bulk@x.org")
-	}
+	deliverMany(t, db, smallTx+3, func(i int) (string, string) { return fmt.Sprint("m", i), "bulk@x.org" })
 	kept := deliver(t, db, "other", "bulk+1@x.org", "bulk@x.org")
 	n, err := db.Clear(context.Background(), "BULK")
-	if err != nil || n != clearBatch+4 {
-		t.Fatalf("Clear = %d, %v; want %d, nil", n, err, clearBatch+4)
+	if err != nil || n != smallTx+4 {
+		t.Fatalf("Clear = %d, %v; want %d, nil", n, err, smallTx+4)
 	}
 	if got := list(t, db, Query{LocalPart: "bulk"}); len(got) != 0 {
 		t.Errorf("List after Clear = %q, want none", got)
@@ -357,4 +378,70 @@ func fill(b *testing.B, db *DB, local string, n int) {
 		}()
 	}
 	wg.Wait()
+}
+
+func TestListAfterAndHeader(t *testing.T) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	db := openDB(t, Options{Now: clk.Now})
+	var es []Email
+	for i := range 4 {
+		msg := &Message{Subject: ptr(fmt.Sprint("m", i)), Raw: []byte("x"),
+			Headers: []Header{{"X-Test-Run", fmt.Sprint("Run ", i%2)}, {"Subject", fmt.Sprint("m", i)}}}
+		got, err := db.Deliver(context.Background(), msg, []string{"h@x.org"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, got[0])
+	}
+	other := deliver(t, db, "o", "other@x.org")[0]
+	for _, tc := range []struct {
+		q    Query
+		want []string
+	}{
+		{Query{After: es[1].ID}, []string{"m3", "m2"}},
+		{Query{After: es[3].ID}, nil},
+		{Query{Header: &Header{"x-test-RUN", "run 1"}}, []string{"m3", "m1"}},
+		{Query{Header: &Header{"X-Test-Run", "RUN"}}, []string{"m3", "m2", "m1", "m0"}},
+		{Query{Header: &Header{"X-Other", "run"}}, nil},
+		{Query{Header: &Header{"X-Test-Run", "run 0"}, Subject: "m2"}, []string{"m2"}},
+		{Query{Header: &Header{"X-Test-Run", "run 0"}, After: es[0].ID}, []string{"m2"}},
+	} {
+		tc.q.LocalPart = "h"
+		if got := list(t, db, tc.q); !equal(got, tc.want) {
+			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
+		}
+	}
+	for _, after := range []string{other.ID, "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11", "junk"} {
+		if _, err := db.List(context.Background(), Query{LocalPart: "h", After: after}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("List(After: %s) err = %v, want ErrNotFound", after, err)
+		}
+	}
+}
+
+func TestChanged(t *testing.T) {
+	db := openDB(t, Options{})
+	alice, alice2, bob := db.Changed("alice"), db.Changed("ALICE"), db.Changed("bob")
+	if alice != alice2 {
+		t.Error("Changed(alice) and Changed(ALICE) differ; waiters of one inbox share a channel")
+	}
+	deliver(t, db, "s", "Alice@x.org")
+	select {
+	case <-alice:
+	default:
+		t.Error("Changed(alice) not closed by a delivery to Alice@")
+	}
+	select {
+	case <-bob:
+		t.Error("Changed(bob) closed by a delivery to alice")
+	default:
+	}
+	if next := db.Changed("alice"); next == alice {
+		t.Error("Changed(alice) after a delivery returned the closed channel")
+	}
+	db.notifyMu.Lock()
+	n := len(db.waiting)
+	db.notifyMu.Unlock()
+	if n != 2 {
+		t.Errorf("%d inboxes held for waiters, want 2 (bob, and alice again)", n)
+	}
 }

@@ -22,15 +22,25 @@ type Email struct {
 	Read       bool      // opened in the web UI
 }
 
+// ErrFull means the data file has reached its size cap (Options.MaxBytes):
+// new mail must wait until the sweeper or a client makes room.
+var ErrFull = errors.New("storage: data file is full")
+
+// Header is one header field of a message, its value decoded (RFC 2047).
+type Header struct {
+	Name, Value string
+}
+
 // Message is what Deliver stores: a parsed message, once for all its
 // recipients.
 type Message struct {
 	From     string
 	FromName string
 	Subject  *string
-	Body     *string // sanitized HTML
-	Text     string  // what the body filter searches: visible body text, link targets, text/plain part
-	Raw      []byte  // the message as received
+	Body     *string  // sanitized HTML
+	Text     string   // what the body filter searches: visible body text, link targets, text/plain part
+	Headers  []Header // the top-level header fields, for the header filter
+	Raw      []byte   // the message as received
 }
 
 // Query selects emails of one inbox, newest first.
@@ -41,6 +51,8 @@ type Query struct {
 	Subject   string    // case-folded substring of the subject
 	Body      string    // case-folded substring of the body text
 	Terms     []string  // each must occur in subject, sender name, sender address or body text
+	Header    *Header   // when set, a field with this name (any case) whose value holds Value (case-folded)
+	After     string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
 }
 
 // MaxLocalPart is the longest local part burner accepts.
