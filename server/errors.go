@@ -65,6 +65,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(buf.Bytes()) // an error here means the client is gone
 }
 
+// writeBytes answers 200 with data of contentType, for the routes that
+// serve a message's own bytes rather than JSON.
+func writeBytes(w http.ResponseWriter, contentType string, data []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data) // an error here means the client is gone
+}
+
 // writeError answers status with {"error": msg}, the shape of every error
 // (SPEC §4).
 func writeError(w http.ResponseWriter, status int, msg string) {

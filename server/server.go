@@ -69,6 +69,18 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/api/v1/emails/{id}", methodNotAllowed("GET, HEAD, DELETE"))
 	api.HandleFunc("DELETE /api/v1/inbox", s.handleClearInbox)
 	api.HandleFunc("/api/v1/inbox", methodNotAllowed("DELETE"))
+	// Compatible extensions (SPEC §5): added routes only.
+	for path, h := range map[string]http.HandlerFunc{
+		"/api/v1/emails/{id}/raw":             s.handleRaw,
+		"/api/v1/emails/{id}/attachments":     s.handleAttachments,
+		"/api/v1/emails/{id}/attachments/{n}": s.handleAttachment,
+		"/api/v1/emails/{id}/text":            s.handleText,
+		"/api/v1/emails/{id}/links":           s.handleLinks,
+		"/api/v1/events":                      s.handleEvents,
+	} {
+		api.HandleFunc("GET "+path, h)
+		api.HandleFunc(path, methodNotAllowed("GET, HEAD"))
+	}
 	api.HandleFunc("/", notFound) // JSON 404 for the rest of /api/
 
 	mux := http.NewServeMux()

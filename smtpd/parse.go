@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"mime"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -50,6 +51,13 @@ func newPolicy() *bluemonday.Policy {
 	// against burner's own origin and reach its API with the reader's
 	// credentials.
 	p.AllowRelativeURLs(false)
+	// "https:api/v1/inbox" has a scheme, so it is not relative to Go's
+	// url.Parse, but browsers resolve an http(s) URL without "//" against
+	// the base URL of the same scheme (WHATWG URL, "special relative or
+	// authority state"): it is a relative URL all the same. Only URLs that
+	// name a host leave burner.
+	p.AllowURLSchemeWithCustomPolicy("http", hasHost)
+	p.AllowURLSchemeWithCustomPolicy("https", hasHost)
 	// cid: names an image inside the same message (RFC 2392); it loads
 	// nothing from outside and runs nothing.
 	p.AllowURLSchemes("cid")
@@ -84,6 +92,9 @@ func newPolicy() *bluemonday.Policy {
 	return p
 }
 
+// hasHost reports whether u names a host, as an absolute http(s) URL does.
+func hasHost(u *url.URL) bool { return u.Host != "" }
+
 // parse parses raw (the message exactly as received, CRLF or LF line
 // endings) with envelopeFrom being the SMTP MAIL FROM address ("" for the
 // null sender). It never fails on malformed mail: it returns the best
@@ -106,6 +117,10 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 	var parts textParts
 	parts.walk(e, err, 0)
 
+	var plain string
+	if parts.plain != nil {
+		plain = strings.TrimSpace(normalizeNewlines(*parts.plain))
+	}
 	switch {
 	case parts.html != nil:
 		// The policy leaves a line break for each element it removes;
@@ -113,9 +128,11 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 		body := strings.TrimSpace(p.policy.Sanitize(*parts.html))
 		m.Body = &body
 		text, links := visibleText(body)
-		m.Text = joinNonEmpty(text, strings.Join(links, "\n"))
-		if parts.plain != nil {
-			m.Text = joinNonEmpty(m.Text, strings.TrimSpace(normalizeNewlines(*parts.plain)))
+		m.Text = joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain)
+		m.Links = links
+		m.Plain = plain
+		if parts.plain == nil {
+			m.Plain = text
 		}
 	case parts.plain != nil:
 		body := p.policy.Sanitize(plainToHTML(*parts.plain))
@@ -124,6 +141,8 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 		// a second time.
 		text, links := visibleText(body)
 		m.Text = joinNonEmpty(text, strings.Join(links, "\n"))
+		m.Links = links
+		m.Plain = plain
 	}
 	return m, nil
 }

@@ -129,19 +129,20 @@ func (db *DB) List(ctx context.Context, q Query) ([]Email, error) {
 	var out []Email
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		prefix := inboxPrefix(q.LocalPart)
-		var after []byte // keys at or before it are not listed
-		if q.After != "" {
-			uid, err := parseID(q.After)
-			if err != nil {
-				return err
-			}
-			if after = tx.Bucket(bucketIDs).Get(uid[:]); after == nil || !bytes.HasPrefix(after, prefix) {
-				return ErrNotFound
-			}
+		after, err := inboxKey(tx, prefix, q.After) // keys at or before it are not listed
+		if err != nil {
+			return err
+		}
+		start, err := inboxKey(tx, prefix, q.Before) // the walk starts below it
+		if err != nil {
+			return err
+		}
+		if start == nil {
+			start = prefixEnd(prefix)
 		}
 		contents := tx.Bucket(bucketContents)
 		c := tx.Bucket(bucketEmails).Cursor()
-		k, v := c.Seek(prefixEnd(prefix))
+		k, v := c.Seek(start)
 		if k == nil {
 			k, v = c.Last()
 		} else {
@@ -179,6 +180,23 @@ func (db *DB) List(ctx context.Context, q Query) ([]Email, error) {
 	return out, nil
 }
 
+// inboxKey returns the emails key of the email with id, which must be in
+// the inbox of prefix; nil for an empty id; ErrNotFound when there is none.
+func inboxKey(tx *bolt.Tx, prefix []byte, id string) ([]byte, error) {
+	if id == "" {
+		return nil, nil
+	}
+	uid, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	key := tx.Bucket(bucketIDs).Get(uid[:])
+	if key == nil || !bytes.HasPrefix(key, prefix) {
+		return nil, ErrNotFound
+	}
+	return key, nil
+}
+
 // Email returns the email with id, or ErrNotFound (also for an id that is
 // not a UUID).
 func (db *DB) Email(ctx context.Context, id string) (Email, error) {
@@ -213,6 +231,24 @@ func (db *DB) Raw(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("raw %s: %w", id, err)
 	}
 	return raw, nil
+}
+
+// Content returns the plain text and links of the email with id, or
+// ErrNotFound.
+func (db *DB) Content(ctx context.Context, id string) (Content, error) {
+	var out Content
+	err := db.view(ctx, id, func(tx *bolt.Tx, key, rec []byte) error {
+		ct, err := decodeContent(tx.Bucket(bucketContents).Get(recordContentKey(rec)))
+		if err != nil {
+			return err
+		}
+		out.Plain, out.Links = string(ct.plain), decodeLinks(ct.links)
+		return nil
+	})
+	if err != nil {
+		return Content{}, fmt.Errorf("content %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // MarkRead sets the read flag of the email with id, or returns ErrNotFound.

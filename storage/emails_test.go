@@ -399,6 +399,10 @@ func TestListAfterAndHeader(t *testing.T) {
 		want []string
 	}{
 		{Query{After: es[1].ID}, []string{"m3", "m2"}},
+		{Query{Before: es[2].ID}, []string{"m1", "m0"}},
+		{Query{Before: es[3].ID, Limit: 2}, []string{"m2", "m1"}},
+		{Query{Before: es[0].ID}, nil},
+		{Query{Before: es[3].ID, After: es[0].ID}, []string{"m2", "m1"}},
 		{Query{After: es[3].ID}, nil},
 		{Query{Header: &Header{"x-test-RUN", "run 1"}}, []string{"m3", "m1"}},
 		{Query{Header: &Header{"X-Test-Run", "RUN"}}, []string{"m3", "m2", "m1", "m0"}},
@@ -414,6 +418,9 @@ func TestListAfterAndHeader(t *testing.T) {
 	for _, after := range []string{other.ID, "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11", "junk"} {
 		if _, err := db.List(context.Background(), Query{LocalPart: "h", After: after}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("List(After: %s) err = %v, want ErrNotFound", after, err)
+		}
+		if _, err := db.List(context.Background(), Query{LocalPart: "h", Before: after}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("List(Before: %s) err = %v, want ErrNotFound", after, err)
 		}
 	}
 }
@@ -443,5 +450,21 @@ func TestChanged(t *testing.T) {
 	db.notifyMu.Unlock()
 	if n != 2 {
 		t.Errorf("%d inboxes held for waiters, want 2 (bob, and alice again)", n)
+	}
+}
+
+func TestContent(t *testing.T) {
+	db := openDB(t, Options{})
+	msg := &Message{Subject: ptr("s"), Plain: "Hello\nworld", Links: []string{"https://a.test/1", "mailto:x@y.z"}, Raw: []byte("x")}
+	e, err := db.Deliver(context.Background(), msg, []string{"c@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Content(context.Background(), e[0].ID)
+	if err != nil || got.Plain != msg.Plain || fmt.Sprint(got.Links) != fmt.Sprint(msg.Links) {
+		t.Errorf("Content = %+v, %v; want plain %q and links %q", got, err, msg.Plain, msg.Links)
+	}
+	if _, err := db.Content(context.Background(), "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Content(unknown) err = %v, want ErrNotFound", err)
 	}
 }

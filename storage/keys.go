@@ -118,6 +118,27 @@ func (db *DB) Keys(ctx context.Context) ([]Key, error) {
 	return out, nil
 }
 
+// Key returns the key with id, or ErrNotFound (also once it is revoked).
+func (db *DB) Key(ctx context.Context, id string) (Key, error) {
+	if err := ctx.Err(); err != nil {
+		return Key{}, err
+	}
+	var k Key
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKeys).Get([]byte(id))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		k, _, err = decodeKey([]byte(id), v)
+		return err
+	})
+	if err != nil {
+		return Key{}, fmt.Errorf("key %q: %w", id, err)
+	}
+	return k, nil
+}
+
 // RevokeKey deletes the key whose id, or else whose name, is idOrName, and
 // returns it; ErrNotFound when there is none. The key stops working at once.
 func (db *DB) RevokeKey(ctx context.Context, idOrName string) (Key, error) {

@@ -82,11 +82,17 @@ func TestKeys(t *testing.T) {
 	if _, err := db.Authenticate(ctx, secret); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Authenticate after revoke: err = %v, want ErrNotFound", err)
 	}
+	if got, err := db.Key(ctx, other.ID); err != nil || got.Name != "other" {
+		t.Errorf("Key(%s) = %+v, %v; want key other", other.ID, got, err)
+	}
 	if _, err := db.RevokeKey(ctx, other.ID); err != nil {
 		t.Fatalf("RevokeKey by id: %v", err)
 	}
 	if _, err := db.RevokeKey(ctx, "ci"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RevokeKey twice: err = %v, want ErrNotFound", err)
+	}
+	if _, err := db.Key(ctx, other.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Key of a revoked key: err = %v, want ErrNotFound", err)
 	}
 	if keys, _ := db.Keys(ctx); len(keys) != 0 {
 		t.Errorf("Keys after revoking all = %+v, want none", keys)

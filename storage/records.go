@@ -37,6 +37,8 @@ import (
 //
 //	uvarint(refs) flags(1) uvarint-prefixed body
 //	uvarint(number of headers) uvarint-prefixed: lower(name), fold(value) for each
+//	uvarint-prefixed plain text
+//	uvarint(number of links) uvarint-prefixed link for each
 //	the case-folded search text, to the end
 const (
 	emailVersion   = 1
@@ -169,6 +171,11 @@ func encodeContent(refs int, msg *Message) []byte {
 		b = appendString(b, strings.ToLower(h.Name))
 		b = appendString(b, fold(h.Value))
 	}
+	b = appendString(b, msg.Plain)
+	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
+	for _, l := range msg.Links {
+		b = appendString(b, l)
+	}
 	return append(b, fold(msg.Text)...)
 }
 
@@ -178,6 +185,8 @@ func encodeContent(refs int, msg *Message) []byte {
 type content struct {
 	body    []byte // nil when the message has none
 	headers []byte // the encoded header section, for matchHeader
+	plain   []byte
+	links   []byte // the encoded links section, for decodeLinks
 	text    []byte // case-folded search text
 }
 
@@ -205,7 +214,35 @@ func decodeContent(rec []byte) (content, error) {
 			return content{}, errCorrupt
 		}
 	}
-	return content{body: body, headers: headers[:len(headers)-len(rest)], text: rest}, nil
+	c := content{body: body, headers: headers[:len(headers)-len(rest)]}
+	if c.plain, rest, ok = cutString(rest); !ok {
+		return content{}, errCorrupt
+	}
+	if n, w = binary.Uvarint(rest); w <= 0 {
+		return content{}, errCorrupt
+	}
+	links := rest
+	rest = rest[w:]
+	for range n {
+		if _, rest, ok = cutString(rest); !ok {
+			return content{}, errCorrupt
+		}
+	}
+	c.links, c.text = links[:len(links)-len(rest)], rest
+	return c, nil
+}
+
+// decodeLinks decodes a links section that decodeContent has checked.
+func decodeLinks(section []byte) []string {
+	n, w := binary.Uvarint(section)
+	rest := section[w:]
+	links := make([]string, 0, n)
+	for range n {
+		var l []byte
+		l, rest, _ = cutString(rest)
+		links = append(links, string(l))
+	}
+	return links
 }
 
 // contentRefs returns the reference count of a content record and the

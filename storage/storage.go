@@ -39,8 +39,16 @@ type Message struct {
 	Subject  *string
 	Body     *string  // sanitized HTML
 	Text     string   // what the body filter searches: visible body text, link targets, text/plain part
+	Plain    string   // the text/plain part, or else the text of the HTML body
+	Links    []string // the link targets of the body, in order, without repeats
 	Headers  []Header // the top-level header fields, for the header filter
 	Raw      []byte   // the message as received
+}
+
+// Content is what a message says beyond its Email fields.
+type Content struct {
+	Plain string   // the text/plain part, or else the text of the HTML body
+	Links []string // the link targets of the body, in order, without repeats
 }
 
 // Query selects emails of one inbox, newest first.
@@ -53,6 +61,7 @@ type Query struct {
 	Terms     []string  // each must occur in subject, sender name, sender address or body text
 	Header    *Header   // when set, a field with this name (any case) whose value holds Value (case-folded)
 	After     string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
+	Before    string    // when set, only emails that arrived before the email with this id (ErrNotFound if unknown), for paging
 }
 
 // MaxLocalPart is the longest local part burner accepts.

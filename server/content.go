@@ -1,0 +1,82 @@
+package server
+
+import (
+	"mime"
+	"net/http"
+	"strconv"
+)
+
+// The routes of this file serve what a test needs of a message beyond its
+// Email fields (SPEC §5): the source, the files, the text, the links.
+
+func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.db.Raw(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeBytes(w, "message/rfc822", raw)
+}
+
+// attachmentJSON describes one file of a message.
+type attachmentJSON struct {
+	Index       int    `json:"index"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Size        int    `json:"size"`
+	ContentID   string `json:"contentId"`
+}
+
+func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.db.Raw(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := []attachmentJSON{}
+	for i, a := range attachments(raw) {
+		out = append(out, attachmentJSON{Index: i, Filename: a.Filename, ContentType: a.ContentType, Size: len(a.Data), ContentID: a.ContentID})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleAttachment(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.db.Raw(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	files := attachments(raw)
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 0 || n >= len(files) || r.PathValue("n") != strconv.Itoa(n) {
+		writeError(w, http.StatusNotFound, "Attachment not found")
+		return
+	}
+	a := files[n]
+	// Always a download, never rendered on our origin: an HTML or SVG file
+	// from a stranger must not run as burner's page.
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
+	writeBytes(w, a.ContentType, a.Data)
+}
+
+func (s *Server) handleText(w http.ResponseWriter, r *http.Request) {
+	c, err := s.db.Content(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeBytes(w, "text/plain; charset=utf-8", []byte(c.Plain))
+}
+
+func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
+	c, err := s.db.Content(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	links := c.Links
+	if links == nil {
+		links = []string{}
+	}
+	writeJSON(w, http.StatusOK, links)
+}
