@@ -19,11 +19,14 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
 	"burner/server"
@@ -335,6 +338,42 @@ type app struct {
 	mta                   *smtpd.Server
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
+	sweptTotal            prometheus.Counter
+	smtpDown              atomic.Bool // the SMTP server has stopped serving
+}
+
+// smtpReady reports whether the SMTP listener still serves, for /healthz.
+func (a *app) smtpReady() error {
+	if a.smtpDown.Load() {
+		return errors.New("the SMTP server is not serving")
+	}
+	return nil
+}
+
+// newRegistry returns the Prometheus registry of one appliance: the Go
+// runtime and process series, and what the data file holds.
+func newRegistry(db *storage.DB) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	stats := func(get func(storage.Stats) float64) func() float64 {
+		return func() float64 {
+			st, err := db.Stats(context.Background())
+			if err != nil {
+				return 0
+			}
+			return get(st)
+		}
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_emails_stored", Help: "Emails in the data file."},
+			stats(func(st storage.Stats) float64 { return float64(st.Emails) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_inboxes", Help: "Inboxes with at least one email."},
+			stats(func(st storage.Stats) float64 { return float64(st.Inboxes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_data_file_bytes", Help: "Size of the data file."},
+			stats(func(st storage.Stats) float64 { return float64(st.FileBytes) })),
+	)
+	return reg
 }
 
 // serve runs burner until ctx is done or a server fails. Notices meant for
@@ -382,7 +421,13 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
 		return nil, err
 	}
+	reg := newRegistry(a.db)
+	a.sweptTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "burner_sweeper_deleted_total", Help: "Emails deleted by retention.",
+	})
+	reg.MustRegister(a.sweptTotal)
 	a.mta = smtpd.New(a.db, smtpd.Options{
+		Metrics:         reg,
 		Hostname:        cfg.SMTP.Hostname,
 		Domains:         cfg.SMTP.Domains,
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
@@ -392,7 +437,14 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
 		MaxLineLength:   cfg.SMTP.MaxLineLength,
 	}, log.With("component", "smtpd"))
-	api := server.New(a.db, server.Options{UI: cfg.UI.Enabled, Public: cfg.UI.Public, MaxQueryBytes: cfg.HTTP.MaxQueryBytes}, log.With("component", "http"))
+	api := server.New(a.db, server.Options{
+		UI:            cfg.UI.Enabled,
+		Public:        cfg.UI.Public,
+		Domains:       cfg.SMTP.Domains,
+		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
+		Metrics:       reg,
+		Ready:         a.smtpReady,
+	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{
 		Handler:           api.Handler(),
@@ -425,7 +477,11 @@ func (a *app) run(ctx context.Context) error {
 	defer a.db.Close() // 3. last, once nothing can write
 	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "http", a.httpLn.Addr().String(), "data", a.db.Path())
 	errc := make(chan error, 3)
-	go func() { errc <- a.mta.Serve(a.smtpLn) }()
+	go func() {
+		err := a.mta.Serve(a.smtpLn)
+		a.smtpDown.Store(true)
+		errc <- err
+	}()
 	go func() { errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn)) }()
 	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
 	sweepCtx, stopSweep := context.WithCancel(ctx)
@@ -473,6 +529,7 @@ func (a *app) sweep(ctx context.Context) {
 		case n > 0:
 			a.log.Info("retention sweep", "deleted", n, "duration_ms", time.Since(start).Milliseconds())
 		}
+		a.sweptTotal.Add(float64(n))
 		select {
 		case <-ctx.Done():
 			return

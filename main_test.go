@@ -573,3 +573,39 @@ func TestShutdownLetsDataCommit(t *testing.T) {
 		t.Errorf("after shutdown the file holds %+v, %v; want the message that got 250", es, err)
 	}
 }
+
+func TestMetricsAndHealth(t *testing.T) {
+	ta := startApp(t, "")
+	if status, body := ta.get(t, "", "/healthz"); status != 200 || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+		t.Errorf("GET /healthz = %d %s, want 200 ok", status, body)
+	}
+	if err := sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"m@inbox.test", "n@inbox.test"}, "Subject: count me\r\n\r\nhi\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"x@elsewhere.test"}, "Subject: refused\r\n\r\nhi\r\n")
+	ta.get(t, ta.key, "/api/v1/emails?to=m")
+	if status, _ := ta.get(t, "", "/metrics"); status != 401 {
+		t.Errorf("GET /metrics without a key = %d, want 401", status)
+	}
+	status, body := ta.get(t, ta.key, "/metrics")
+	if status != 200 {
+		t.Fatalf("GET /metrics = %d", status)
+	}
+	for _, want := range []string{
+		"burner_smtp_sessions_total 2",
+		"burner_smtp_messages_accepted_total 1",
+		`burner_smtp_rejected_total{reason="recipient_domain"} 1`,
+		"burner_smtp_ingest_seconds_count 1",
+		"burner_emails_stored 2",
+		"burner_inboxes 2",
+		`burner_http_requests_total{code="200",route="GET /api/v1/emails"} 1`,
+		`burner_http_request_duration_seconds_count{route="GET /api/v1/emails"} 1`,
+		"burner_sweeper_deleted_total 0",
+		"burner_data_file_bytes ",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

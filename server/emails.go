@@ -54,7 +54,12 @@ func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	emails, err := s.db.List(r.Context(), q)
+	wait, err := waitParam(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	emails, err := s.listWaiting(w, r, q, wait)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -64,6 +69,55 @@ func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
 		out = append(out, newEmailJSON(e))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// maxWait bounds a long poll (SPEC §5).
+const maxWait = 60 * time.Second
+
+// waitParam returns the long poll a list asks for with wait=N (seconds, 1
+// to 60); 0 when it asks for none.
+func waitParam(v url.Values) (time.Duration, error) {
+	w := v.Get("wait")
+	if w == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(w)
+	if err != nil || n < 1 || time.Duration(n)*time.Second > maxWait {
+		return 0, badRequest("'wait' must be an integer from 1 to 60.")
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// listWaiting lists q; when nothing matches and wait is set, it holds the
+// request until a delivery to the inbox brings a match or wait passes.
+// Deliveries wake it (storage.Changed): there is no polling loop, and a
+// client that hangs up releases it at once.
+func (s *Server) listWaiting(w http.ResponseWriter, r *http.Request, q storage.Query, wait time.Duration) ([]storage.Email, error) {
+	if wait == 0 || r.Method == http.MethodHead { // HEAD wants the headers now
+		return s.db.List(r.Context(), q)
+	}
+	deadline := time.Now().Add(wait)
+	// The server's read and write timeouts are shorter than a long poll;
+	// and a read timeout would cancel the request's context.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(deadline.Add(10 * time.Second))
+	rc.SetWriteDeadline(deadline.Add(10 * time.Second))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		changed := s.db.Changed(q.LocalPart) // before the list, so no delivery slips between
+		emails, err := s.db.List(r.Context(), q)
+		if err != nil || len(emails) > 0 {
+			return emails, err
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return s.db.List(r.Context(), q)
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
 }
 
 func (s *Server) handleGetEmail(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +188,24 @@ func listQuery(rawQuery string) (storage.Query, error) {
 			return storage.Query{}, err
 		}
 	}
+	if h := v.Get("header"); h != "" {
+		if q.Header, err = parseHeaderFilter(h); err != nil {
+			return storage.Query{}, err
+		}
+	}
 	return q, nil
+}
+
+// parseHeaderFilter parses header=Name:value (SPEC §5): a header field
+// name (RFC 5322 §2.2: printable ASCII but the colon) and a value to find
+// in it, possibly empty, which matches any message that has the field.
+func parseHeaderFilter(h string) (*storage.Header, error) {
+	name, value, ok := strings.Cut(h, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return nil, badRequest("'header' must be Name:value, like X-Test-Run:42.")
+	}
+	return &storage.Header{Name: name, Value: strings.TrimSpace(value)}, nil
 }
 
 // localPart returns the inbox a request names in its "to" parameter.

@@ -48,10 +48,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string)
 		}
 	}
 
+	// A stream lives longer than the server's timeouts, and a read
+	// timeout would cancel its context; the keep-alives find dead peers.
+	rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not hold events back
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return // the headers are the whole answer; a stream would never end
+	}
 	send := func(format string, args ...any) bool {
 		rc.SetWriteDeadline(time.Now().Add(2 * keepAlive))
 		if _, err := fmt.Fprintf(w, format, args...); err != nil {

@@ -10,20 +10,33 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"burner/storage"
 )
 
 // Options tune New. The zero value gives the defaults.
 type Options struct {
-	// UI enables the web UI at "/" (SPEC §5). Reserved: until the UI exists,
-	// everything outside /api/ and /healthz is a JSON 404 either way.
+	// UI enables the web UI at "/" (SPEC §5). Without it, everything
+	// outside /api/ and /healthz is a JSON 404.
 	UI bool
 	// Public lets anyone read inboxes in the UI without an API key
-	// (ui.public). Reserved for the UI.
+	// (ui.public).
 	Public bool
+	// Domains are the inbox domains (smtp.domains); the UI shows an
+	// inbox's full addresses with them.
+	Domains []string
+	// Now is the clock of UI sessions; time.Now when nil.
+	Now func() time.Time
 	// MaxQueryBytes caps a request's query string; a longer one is
 	// answered 414 before any other work. 0 means 4 KiB.
 	MaxQueryBytes int
+	// Metrics, when set, receives the API's Prometheus series and is
+	// served at /metrics (with an API key).
+	Metrics *prometheus.Registry
+	// Ready reports whether the rest of the appliance (the SMTP listener)
+	// is up, for /healthz; nil means it is.
+	Ready func() error
 }
 
 // Server answers HTTP requests from one storage.DB. It is safe for
@@ -34,6 +47,9 @@ type Server struct {
 	log     *slog.Logger
 	handler http.Handler
 	control http.Handler
+	web     *webUI // the web UI's templates and sessions; nil without Options.UI
+	metrics *httpMetrics
+	health  healthCache
 }
 
 // New returns a Server over db. A nil log discards log output.
@@ -44,7 +60,15 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.MaxQueryBytes == 0 {
 		opts.MaxQueryBytes = 4 << 10
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	s := &Server{db: db, opts: opts, log: log}
+	var reg prometheus.Registerer
+	if opts.Metrics != nil {
+		reg = opts.Metrics
+	}
+	s.metrics = newHTTPMetrics(reg)
 	s.handler = s.logRequests(s.recoverPanics(secureHeaders(s.limitQuery(s.routes()))))
 	s.control = s.logRequests(s.recoverPanics(secureHeaders(s.controlRoutes())))
 	return s
@@ -77,6 +101,7 @@ func (s *Server) routes() http.Handler {
 		"/api/v1/emails/{id}/text":            s.handleText,
 		"/api/v1/emails/{id}/links":           s.handleLinks,
 		"/api/v1/events":                      s.handleEvents,
+		"/api/v1/openapi.json":                s.handleOpenAPI,
 	} {
 		api.HandleFunc("GET "+path, h)
 		api.HandleFunc(path, methodNotAllowed("GET, HEAD"))
@@ -88,15 +113,16 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/api", s.requireKey(api))  // else the mux would answer a text redirect to /api/
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
-	// TODO(server): serve the web UI here when s.opts.UI (SPEC §5).
-	mux.HandleFunc("/", notFound)
+	if s.opts.Metrics != nil {
+		mux.Handle("GET /metrics", s.requireKey(s.metricsHandler()))
+		mux.HandleFunc("/metrics", methodNotAllowed("GET, HEAD"))
+	}
+	if s.opts.UI {
+		mux.Handle("/", s.ui()) // the web UI (SPEC §5), ui.go
+	} else {
+		mux.HandleFunc("/", notFound)
+	}
 	return mux
-}
-
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
-		Status string `json:"status"`
-	}{"ok"})
 }
 
 // requireKey answers 401 unless the request carries the API key of a key
@@ -204,6 +230,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			if r.URL.Path == "/healthz" {
 				level = slog.LevelDebug
 			}
+			s.metrics.observe(r, sw.code(), time.Since(start))
 			s.log.LogAttrs(r.Context(), level, "request",
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),

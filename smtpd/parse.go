@@ -125,7 +125,9 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 	case parts.html != nil:
 		// The policy leaves a line break for each element it removes;
 		// around the body they are only noise.
-		body := strings.TrimSpace(p.policy.Sanitize(*parts.html))
+		// NUL has no place in HTML (browsers replace it); bluemonday would
+		// keep it, escaped, in the body.
+		body := strings.TrimSpace(p.policy.Sanitize(strings.ReplaceAll(*parts.html, "\x00", "")))
 		m.Body = &body
 		text, links := visibleText(body)
 		m.Text = joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain)

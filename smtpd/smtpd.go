@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"burner/storage"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	WriteTimeout    time.Duration // per reply; 1 minute
 	MaxLineLength   int           // of a command line; 2000 (twice RFC 5321 §4.5.3.1.6)
 	TLSConfig       *tls.Config   // enables STARTTLS when set
+	// Metrics, when set, receives the daemon's Prometheus series.
+	Metrics prometheus.Registerer
 }
 
 // Server is the SMTP daemon.
@@ -46,6 +49,7 @@ type Server struct {
 
 	maxConns    int
 	dataTimeout time.Duration
+	metrics     *metrics
 
 	// inflight counts DATA commands between the end of data and their
 	// reply, so that Shutdown can wait for their commits.
@@ -78,7 +82,7 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.MaxLineLength == 0 {
 		opts.MaxLineLength = 2000
 	}
-	s := &Server{db: db, parser: newParser(), log: log, maxConns: opts.MaxConnections, dataTimeout: opts.DataTimeout}
+	s := &Server{db: db, parser: newParser(), log: log, maxConns: opts.MaxConnections, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics)}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -103,6 +107,7 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 func (s *Server) Serve(ln net.Listener) error {
 	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, func(c net.Conn) {
 		s.log.Warn("connection refused: too many", "remote", c.RemoteAddr().String(), "max", s.maxConns)
+		s.metrics.refused.Inc()
 		tooBusy(c)
 	}))
 	if errors.Is(err, smtp.ErrServerClosed) {
@@ -128,6 +133,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // NewSession implements smtp.Backend.
 func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	s.metrics.sessions.Inc()
 	return &session{srv: s, conn: c}, nil
 }
 
@@ -155,9 +161,11 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	local, domain := to[:at], to[at+1:]
 	// SPEC §2: mail that cannot be listed is never accepted.
 	if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart || domain == "" {
+		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
 		return errNoMailbox
 	}
 	if ss.srv.domains != nil && !ss.srv.domains[strings.ToLower(domain)] {
+		ss.srv.metrics.rejected.WithLabelValues(rejectDomain).Inc()
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Relay access denied: not an inbox domain here"}
 	}
 	for _, r := range ss.rcpts {
@@ -192,8 +200,10 @@ func (ss *session) Data(r io.Reader) (err error) {
 	if _, err := buf.ReadFrom(r); err != nil {
 		var smtpErr *smtp.SMTPError
 		if errors.As(err, &smtpErr) {
+			ss.srv.metrics.rejected.WithLabelValues(rejectTooLarge).Inc()
 			return smtpErr // 552 for an oversize message, from go-smtp's reader
 		}
+		ss.srv.metrics.rejected.WithLabelValues(rejectAborted).Inc()
 		// A timeout or a broken connection in the middle of the data: the
 		// rest of the message must never be read as commands, so say
 		// goodbye and hang up. go-smtp has flushed its 354 and writes
@@ -212,10 +222,12 @@ func (ss *session) Data(r io.Reader) (err error) {
 		// the daemon.
 		if p := recover(); p != nil {
 			ss.srv.log.Error("panic in DATA", "panic", p, "remote", ss.conn.Conn().RemoteAddr().String())
+			ss.srv.metrics.rejected.WithLabelValues(rejectRecovered).Inc()
 			err = errTempStorage
 		}
 	}()
 	raw := buf.Bytes()
+	received := time.Now() // the end of DATA
 	msg, perr := ss.srv.parser.parse(raw, ss.from)
 	if perr != nil {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
@@ -223,12 +235,17 @@ func (ss *session) Data(r io.Reader) (err error) {
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
 	if errors.Is(err, storage.ErrFull) {
 		ss.srv.log.Warn("email refused: data file full", "recipients", len(ss.rcpts), "bytes", len(raw))
+		ss.srv.metrics.rejected.WithLabelValues(rejectFull).Inc()
 		return errStorageFull
 	}
 	if err != nil {
 		ss.srv.log.Error("storing email failed", "err", err, "recipients", len(ss.rcpts))
+		ss.srv.metrics.rejected.WithLabelValues(rejectStorage).Inc()
 		return errTempStorage
 	}
+	ss.srv.metrics.ingestLag.Observe(time.Since(received).Seconds())
+	ss.srv.metrics.accepted.Inc()
+	ss.srv.metrics.bytes.Add(float64(len(raw)))
 	for _, e := range emails {
 		ss.srv.log.Info("email stored", "email_id", e.ID, "inbox", localPart(e.To), "bytes", len(raw), "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	}

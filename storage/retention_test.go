@@ -128,3 +128,19 @@ func TestMaxBytes(t *testing.T) {
 		t.Errorf("Deliver after Clear: %v, want room again", err)
 	}
 }
+
+func TestStatsAndCheckWritable(t *testing.T) {
+	db := openDB(t, Options{})
+	deliverMany(t, db, 10, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("s%d@x.org", i%3) })
+	st, err := db.Stats(context.Background())
+	if err != nil || st.Emails != 10 || st.Inboxes != 3 || st.FileBytes <= 0 {
+		t.Errorf("Stats = %+v, %v; want 10 emails in 3 inboxes", st, err)
+	}
+	if err := db.CheckWritable(context.Background()); err != nil {
+		t.Errorf("CheckWritable on an open file: %v", err)
+	}
+	db.Close()
+	if err := db.CheckWritable(context.Background()); err == nil {
+		t.Error("CheckWritable on a closed file succeeded")
+	}
+}

@@ -1,0 +1,319 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"burner/storage"
+)
+
+const filesMessage = "From: a@example.com\r\nSubject: files\r\nMIME-Version: 1.0\r\n" +
+	"Content-Type: multipart/mixed; boundary=b\r\n\r\n" +
+	"--b\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n" +
+	"--b\r\nContent-Type: text/html\r\nContent-Disposition: attachment; filename=\"page.html\"\r\n\r\n<script>alert(1)</script>\r\n" +
+	"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"report.pdf\"\r\n\r\n%PDF-1.4\r\n" +
+	"--b--\r\n"
+
+func TestRawAttachmentsTextLinks(t *testing.T) {
+	a := newAPI(t)
+	e := a.deliver("alice@example.com", storage.Message{
+		Subject: ptr("files"), Raw: []byte(filesMessage),
+		Plain: "see attached", Links: []string{"https://a.example/1", "https://a.example/2"},
+	})
+	base := "/api/v1/emails/" + e.ID
+
+	res := a.call("GET", base+"/raw")
+	if res.status != 200 || res.header.Get("Content-Type") != "message/rfc822" || res.body != filesMessage {
+		t.Errorf("GET raw = %d %q %q, want 200 message/rfc822 and the bytes as received", res.status, res.header.Get("Content-Type"), res.body)
+	}
+	wantJSON(t, "GET attachments", a.call("GET", base+"/attachments"), 200,
+		`[{"index":0,"filename":"page.html","contentType":"text/html","size":25,"contentId":""},{"index":1,"filename":"report.pdf","contentType":"application/pdf","size":8,"contentId":""}]`)
+	res = a.call("GET", base+"/attachments/0")
+	if res.status != 200 || res.body != "<script>alert(1)</script>" || res.header.Get("Content-Disposition") != `attachment; filename=page.html` ||
+		res.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("GET attachments/0 = %d %q %v; want the file as a download, never rendered", res.status, res.body, res.header)
+	}
+	for _, n := range []string{"2", "-1", "01", "x"} {
+		wantJSON(t, "GET attachments/"+n, a.call("GET", base+"/attachments/"+n), 404, `{"error":"Attachment not found"}`)
+	}
+	res = a.call("GET", base+"/text")
+	if res.status != 200 || res.body != "see attached" || res.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("GET text = %d %q %q", res.status, res.body, res.header.Get("Content-Type"))
+	}
+	wantJSON(t, "GET links", a.call("GET", base+"/links"), 200, `["https://a.example/1","https://a.example/2"]`)
+	plain := a.deliver("alice@example.com", storage.Message{Raw: []byte("Subject: x\r\n\r\nno files\r\n")})
+	wantJSON(t, "GET links of a message without", a.call("GET", "/api/v1/emails/"+plain.ID+"/links"), 200, `[]`)
+	wantJSON(t, "GET attachments of a message without", a.call("GET", "/api/v1/emails/"+plain.ID+"/attachments"), 200, `[]`)
+
+	for _, p := range []string{"/raw", "/attachments", "/attachments/0", "/text", "/links"} {
+		wantJSON(t, "GET unknown id"+p, a.call("GET", "/api/v1/emails/8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"+p), 404, `{"error":"Email not found"}`)
+		res := a.call("POST", base+p)
+		if res.status != 405 || res.header.Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST %s = %d Allow %q, want 405 GET, HEAD", p, res.status, res.header.Get("Allow"))
+		}
+		if res := a.callAuth("GET", base+p, ""); res.status != 401 {
+			t.Errorf("GET %s without a key = %d, want 401", p, res.status)
+		}
+	}
+}
+
+func TestHeaderFilter(t *testing.T) {
+	a := newAPI(t)
+	mine := a.deliver("ci@example.com", storage.Message{Subject: ptr("run 42"), Headers: []storage.Header{{Name: "X-Test-Run", Value: "42"}}})
+	a.deliver("ci@example.com", storage.Message{Subject: ptr("run 7"), Headers: []storage.Header{{Name: "X-Test-Run", Value: "7"}}})
+	for _, q := range []string{"header=X-Test-Run:42", "header=x-test-run%3A%2042", "header=X-Test-Run:42&subject=run"} {
+		if got := a.listIDs(mustQuery(t, "to=ci&"+q)); fmt.Sprint(got) != fmt.Sprint([]string{mine.ID}) {
+			t.Errorf("list %s = %v, want only %s", q, got, mine.ID)
+		}
+	}
+	if got := a.listIDs(mustQuery(t, "to=ci&header=X-Test-Run:")); len(got) != 2 {
+		t.Errorf("list header=X-Test-Run: = %v, want both (any value)", got)
+	}
+	for _, q := range []string{"header=X-Test-Run", "header=:42", "header=X%20Run:1", "header=%C3%A9:1"} {
+		wantJSON(t, "list "+q, a.call("GET", "/api/v1/emails?to=ci&"+q), 400, `{"error":"'header' must be Name:value, like X-Test-Run:42."}`)
+	}
+}
+
+func TestWaitValidation(t *testing.T) {
+	a := newAPI(t)
+	for _, w := range []string{"0", "61", "-1", "1.5", "x", "1e1"} {
+		wantJSON(t, "wait="+w, a.call("GET", "/api/v1/emails?to=alice&wait="+w), 400, `{"error":"'wait' must be an integer from 1 to 60."}`)
+	}
+	// A match already there answers at once, wait or not.
+	e := a.deliver("alice@example.com", storage.Message{Subject: ptr("here")})
+	if got := a.listIDs(mustQuery(t, "to=alice&wait=60")); fmt.Sprint(got) != fmt.Sprint([]string{e.ID}) {
+		t.Errorf("wait=60 with a match = %v, want it at once", got)
+	}
+}
+
+// waitServer is the real handler behind a middleware that reports when
+// each request's handler has returned.
+func waitServer(t *testing.T, a *apiTest) (*httptest.Server, chan struct{}) {
+	returned := make(chan struct{}, 2000)
+	h := New(a.db, Options{}, testLogger(t)).Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		returned <- struct{}{}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, returned
+}
+
+func TestWaitWokenByDelivery(t *testing.T) {
+	a := newAPI(t)
+	srv, _ := waitServer(t, a)
+	got := make(chan response, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/emails?to=late&subject=code&wait=30", nil)
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		got <- send(t, srv.Client(), req)
+	}()
+	// A delivery to another inbox and a non-matching one do not answer it.
+	a.deliver("other@example.com", storage.Message{Subject: ptr("code")})
+	a.deliver("late@example.com", storage.Message{Subject: ptr("newsletter")})
+	e := a.deliver("late@example.com", storage.Message{Subject: ptr("your code")})
+	committed := time.Now()
+	select {
+	case res := <-got:
+		t.Logf("wait answered %v after the matching delivery committed", time.Since(committed).Round(time.Microsecond))
+		if res.status != 200 || !strings.Contains(res.body, e.ID) || strings.Contains(res.body, "newsletter") {
+			t.Errorf("wait answered %d %s, want the matching email only", res.status, res.body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("wait=30 did not answer within 20s of a matching delivery")
+	}
+}
+
+func TestWaitTimesOut(t *testing.T) {
+	a := newAPI(t)
+	start := time.Now()
+	wantJSON(t, "wait=1 on an empty inbox", a.call("GET", "/api/v1/emails?to=nobody&wait=1"), 200, `[]`)
+	t.Logf("wait=1 answered [] after %v", time.Since(start).Round(time.Millisecond))
+}
+
+func TestWaitReleasedOnHangUp(t *testing.T) {
+	a := newAPI(t)
+	srv, returned := waitServer(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/v1/emails?to=gone&wait=60", nil)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := srv.Client().Do(req)
+		errc <- err
+	}()
+	// Hang up once the request is in; then its handler must return long
+	// before its 60 s are up.
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-errc
+	select {
+	case <-returned:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler of a long poll whose client hung up was still running 20s later")
+	}
+}
+
+// TestThousandWaiters: a thousand parallel long polls on one inbox cost
+// little memory, and one delivery answers them all.
+func TestThousandWaiters(t *testing.T) {
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && lim.Cur < 4096 && lim.Max >= 4096 {
+		lim.Cur = 4096
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	const n = 1000
+	a := newAPI(t)
+	srv, _ := waitServer(t, a)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n + 10}}
+	defer client.CloseIdleConnections()
+	before := memInUse()
+	var wg sync.WaitGroup
+	results := make(chan response, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", srv.URL+"/api/v1/emails?to=crowd&wait=60", nil)
+			req.Header.Set("Authorization", "Bearer "+a.key)
+			res, err := client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer res.Body.Close()
+			var body strings.Builder
+			bufio.NewReader(res.Body).WriteTo(&body)
+			results <- response{status: res.StatusCode, body: body.String()}
+		}()
+	}
+	// Let the crowd gather (bounded), then measure.
+	time.Sleep(2 * time.Second)
+	during := memInUse()
+	perWaiter := (int64(during) - int64(before)) / n
+	t.Logf("%d waiters: %d KiB in use, %d bytes each (client and server side)", n, (during-before)/1024, perWaiter)
+	if perWaiter > 128<<10 {
+		t.Errorf("each waiter costs %d bytes, want under 128 KiB", perWaiter)
+	}
+	e := a.deliver("crowd@example.com", storage.Message{Subject: ptr("for all")})
+	wg.Wait()
+	close(results)
+	got := 0
+	for res := range results {
+		if res.status != 200 || !strings.Contains(res.body, e.ID) {
+			t.Errorf("a waiter got %d %s, want the email", res.status, res.body)
+			break
+		}
+		got++
+	}
+	if got != n {
+		t.Errorf("%d of %d waiters got the email", got, n)
+	}
+}
+
+func memInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct{ id, event, data string }
+
+func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
+	t.Helper()
+	var ev sseEvent
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the event stream: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && ev.id != "":
+			return ev
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			ev.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			ev.data = line[6:]
+		}
+	}
+}
+
+func openStream(t *testing.T, a *apiTest, lastID string) *bufio.Reader {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.srv.URL+"/api/v1/events?to=Live", nil)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	res, err := a.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET events = %d %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(res.Body)
+	// The stream opens with a comment: from then on, nothing is missed.
+	if line, err := r.ReadString('\n'); err != nil || line != "retry: 2000\n" {
+		t.Fatalf("stream starts %q, %v", line, err)
+	}
+	return r
+}
+
+func TestEvents(t *testing.T) {
+	a := newAPI(t)
+	a.deliver("live@example.com", storage.Message{Subject: ptr("before")}) // not an event: it came before
+	stream := openStream(t, a, "")
+	first := a.deliver("live@example.com", storage.Message{Subject: ptr("first")})
+	a.deliver("other@example.com", storage.Message{Subject: ptr("elsewhere")})
+	ev := readEvent(t, stream)
+	var e emailJSON
+	if err := json.Unmarshal([]byte(ev.data), &e); err != nil || ev.id != first.ID || ev.event != "email" || e.ID != first.ID || *e.Subject != "first" {
+		t.Fatalf("event = %+v (%v), want the email %s", ev, err, first.ID)
+	}
+	// Resume: what arrived while disconnected comes in order.
+	second := a.deliver("live@example.com", storage.Message{Subject: ptr("second")})
+	third := a.deliver("LIVE@example.com", storage.Message{Subject: ptr("third")})
+	resumed := openStream(t, a, first.ID)
+	for _, want := range []string{second.ID, third.ID} {
+		if ev := readEvent(t, resumed); ev.id != want {
+			t.Errorf("resumed event id %s, want %s", ev.id, want)
+		}
+	}
+	wantJSON(t, "events without to", a.call("GET", "/api/v1/events"), 400, `{"error":"'to' is required."}`)
+	// HEAD answers at once, with the stream's headers.
+	if res := a.call("HEAD", "/api/v1/events?to=live"); res.status != 200 || res.header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("HEAD events = %d %q", res.status, res.header.Get("Content-Type"))
+	}
+	if res := a.call("HEAD", "/api/v1/emails?to=nobody&wait=60"); res.status != 200 {
+		t.Errorf("HEAD list with wait = %d, want 200 at once", res.status)
+	}
+}
+
+func mustQuery(t *testing.T, q string) url.Values {
+	t.Helper()
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -1,0 +1,488 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"burner/storage"
+)
+
+// specRoutes are the routes the server serves, each with a request that
+// reaches it ({id} and {n} are filled in by the test). The OpenAPI document
+// must describe exactly these.
+var specRoutes = map[string]string{
+	"GET /api/v1/emails":                      "/api/v1/emails?to=alice",
+	"GET /api/v1/emails/{id}":                 "/api/v1/emails/{id}",
+	"DELETE /api/v1/emails/{id}":              "/api/v1/emails/{id}",
+	"DELETE /api/v1/inbox":                    "/api/v1/inbox?to=alice",
+	"GET /api/v1/emails/{id}/raw":             "/api/v1/emails/{id}/raw",
+	"GET /api/v1/emails/{id}/attachments":     "/api/v1/emails/{id}/attachments",
+	"GET /api/v1/emails/{id}/attachments/{n}": "/api/v1/emails/{id}/attachments/{n}",
+	"GET /api/v1/emails/{id}/text":            "/api/v1/emails/{id}/text",
+	"GET /api/v1/emails/{id}/links":           "/api/v1/emails/{id}/links",
+	"GET /api/v1/events":                      "/api/v1/events?to=alice",
+	"GET /api/v1/openapi.json":                "/api/v1/openapi.json",
+	"GET /healthz":                            "/healthz",
+	"GET /metrics":                            "/metrics",
+}
+
+// specMethods are the operations a path item can hold (OpenAPI 3.1 §4.8.9).
+var specMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// unknownID is a UUID that no email has.
+const unknownID = "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"
+
+// openAPISpec is the served OpenAPI document with a JSON Schema compiler
+// over it, so that a response's schema is compiled where it stands and its
+// $refs to #/components resolve.
+type openAPISpec struct {
+	doc      map[string]any
+	compiler *jsonschema.Compiler
+	schemas  map[string]*jsonschema.Schema // by JSON pointer
+	checked  int                           // responses validated
+}
+
+// newSpecAPI is newAPI with every optional route on: /metrics too.
+func newSpecAPI(t *testing.T) *apiTest {
+	t.Helper()
+	a := newAPI(t)
+	a.srv = httptest.NewServer(New(a.db, Options{Metrics: prometheus.NewRegistry()}, testLogger(t)).Handler())
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// loadOpenAPI fetches the document through the real handler.
+func loadOpenAPI(t *testing.T, a *apiTest) *openAPISpec {
+	t.Helper()
+	res := a.call("GET", "/api/v1/openapi.json")
+	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /api/v1/openapi.json = %d %q, want 200 application/json", res.status, res.header.Get("Content-Type"))
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(res.body))
+	if err != nil {
+		t.Fatalf("GET /api/v1/openapi.json: %v", err)
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		t.Fatalf("GET /api/v1/openapi.json is a %T, want an object", doc)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020) // OpenAPI 3.1 §4.8.24: the default dialect
+	if err := c.AddResource("mem://openapi.json", doc); err != nil {
+		t.Fatalf("AddResource(openapi.json): %v", err)
+	}
+	return &openAPISpec{doc: m, compiler: c, schemas: map[string]*jsonschema.Schema{}}
+}
+
+// lookup returns the value at the JSON pointer ptr ("#/a/b~1c").
+func (s *openAPISpec) lookup(ptr string) (any, bool) {
+	var v any = s.doc
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "#"), "/")[1:] {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// object returns the object at ptr, following a Reference Object, and the
+// pointer where it really is.
+func (s *openAPISpec) object(t *testing.T, ptr string) (map[string]any, string) {
+	t.Helper()
+	for range 10 {
+		v, ok := s.lookup(ptr)
+		m, isObj := v.(map[string]any)
+		if !ok || !isObj {
+			t.Fatalf("openapi.json: %s is not an object", ptr)
+		}
+		ref, isRef := m["$ref"].(string)
+		if !isRef {
+			return m, ptr
+		}
+		ptr = ref
+	}
+	t.Fatalf("openapi.json: %s: $ref loop", ptr)
+	return nil, ""
+}
+
+// schema compiles the schema at ptr.
+func (s *openAPISpec) schema(t *testing.T, ptr string) *jsonschema.Schema {
+	t.Helper()
+	if sch, ok := s.schemas[ptr]; ok {
+		return sch
+	}
+	toks := strings.Split(strings.TrimPrefix(ptr, "#"), "/")
+	for i := range toks {
+		toks[i] = url.PathEscape(toks[i]) // the compiler unescapes the fragment
+	}
+	sch, err := s.compiler.Compile("mem://openapi.json#" + strings.Join(toks, "/"))
+	if err != nil {
+		t.Fatalf("openapi.json: compile schema %s: %v", ptr, err)
+	}
+	s.schemas[ptr] = sch
+	return sch
+}
+
+// pointer appends tokens to ptr, escaped (RFC 6901).
+func pointer(ptr string, toks ...string) string {
+	for _, tok := range toks {
+		ptr += "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+	}
+	return ptr
+}
+
+// operations returns the pointers of the operations of the path template
+// (all of them when method is ""), in a fixed order.
+func (s *openAPISpec) operations(t *testing.T, method, template string) []string {
+	t.Helper()
+	item, ptr := s.object(t, pointer("#/paths", template))
+	var ops []string
+	for _, m := range specMethods {
+		if _, ok := item[m]; ok && (method == "" || strings.EqualFold(method, m)) {
+			ops = append(ops, pointer(ptr, m))
+		}
+	}
+	return ops
+}
+
+// validate checks res, the real answer to method on a path of template,
+// against the document: its status must be documented for the operation,
+// with its required headers valid, its Content-Type documented, and a JSON
+// body valid against the documented schema. A method the path does not
+// document must be answered 405, as every operation of the path documents.
+func (s *openAPISpec) validate(t *testing.T, method, template string, res response) {
+	t.Helper()
+	what := method + " " + template
+	ops := s.operations(t, method, template)
+	if len(ops) == 0 {
+		if res.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s: status %d, want 405 for a method the document does not list (body %s)", what, res.status, res.body)
+			return
+		}
+		ops = s.operations(t, "", template)
+	}
+	for _, op := range ops {
+		s.validateResponse(t, what, op, res)
+	}
+	s.checked++
+}
+
+func (s *openAPISpec) validateResponse(t *testing.T, what, op string, res response) {
+	t.Helper()
+	status := strconv.Itoa(res.status)
+	responses, _ := s.object(t, pointer(op, "responses"))
+	if _, ok := responses[status]; !ok {
+		t.Errorf("%s: status %d is not documented at %s (body %s)", what, res.status, op, res.body)
+		return
+	}
+	resp, ptr := s.object(t, pointer(op, "responses", status))
+	what = fmt.Sprintf("%s: %d", what, res.status)
+
+	headers, _ := resp["headers"].(map[string]any)
+	for name := range headers {
+		h, hptr := s.object(t, pointer(ptr, "headers", name))
+		values := res.header.Values(name)
+		if len(values) == 0 {
+			if h["required"] == true {
+				t.Errorf("%s: no %s header, which %s requires", what, name, hptr)
+			}
+			continue
+		}
+		if _, ok := h["schema"]; ok {
+			if err := s.schema(t, pointer(hptr, "schema")).Validate(values[0]); err != nil {
+				t.Errorf("%s: header %s: %q does not match %s: %v", what, name, values[0], hptr, err)
+			}
+		}
+	}
+
+	content, _ := resp["content"].(map[string]any)
+	ct := res.header.Get("Content-Type")
+	if len(content) == 0 {
+		if ct != "" || res.body != "" {
+			t.Errorf("%s: Content-Type %q and body %q, want none as %s documents", what, ct, res.body, ptr)
+		}
+		return
+	}
+	key, ok := documentedMediaType(content, ct)
+	if !ok {
+		t.Errorf("%s: Content-Type %q is not among %s's %v", what, ct, ptr, slices.Sorted(maps.Keys(content)))
+		return
+	}
+	base, _, _ := mime.ParseMediaType(key)
+	if base != "application/json" && !strings.HasSuffix(base, "+json") {
+		return // bytes, text or a stream: the media type is the contract
+	}
+	body, err := jsonschema.UnmarshalJSON(strings.NewReader(res.body))
+	if err != nil {
+		t.Errorf("%s: body is not JSON: %v\n%s", what, err, res.body)
+		return
+	}
+	schemaPtr := pointer(ptr, "content", key, "schema")
+	if err := s.schema(t, schemaPtr).Validate(body); err != nil {
+		t.Errorf("%s: body %s does not match %s:\n%v", what, strings.TrimSpace(res.body), schemaPtr, err)
+	}
+}
+
+// documentedMediaType returns the key of content that documents the
+// Content-Type ct: the same type (parameters in the key must be in ct), or
+// else a range like */* (RFC 9110 §12.5.1).
+func documentedMediaType(content map[string]any, ct string) (string, bool) {
+	got, gotParams, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", false
+	}
+	keys := slices.Sorted(maps.Keys(content))
+	for _, ranges := range []bool{false, true} {
+		for _, key := range keys {
+			want, wantParams, err := mime.ParseMediaType(key)
+			if err != nil || strings.Contains(want, "*") != ranges {
+				continue
+			}
+			typ, sub, _ := strings.Cut(want, "/")
+			gtyp, gsub, _ := strings.Cut(got, "/")
+			if (typ != "*" && typ != gtyp) || (sub != "*" && sub != gsub) {
+				continue
+			}
+			paramsOK := true
+			for k, v := range wantParams {
+				if !strings.EqualFold(gotParams[k], v) {
+					paramsOK = false
+				}
+			}
+			if paramsOK {
+				return key, true
+			}
+		}
+	}
+	return "", false
+}
+
+// fetch sends a request (with the test's key when key is set) and returns
+// the answer. The body of an event stream is not read: the request is
+// canceled once its header is in.
+func (a *apiTest) fetch(method, path string, key bool) response {
+	a.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, a.srv.URL+path, nil)
+	if err != nil {
+		a.t.Fatalf("NewRequest(%s %s): %v", method, path, err)
+	}
+	if key {
+		req.Header.Set("Authorization", "Bearer "+a.key)
+	}
+	res, err := a.srv.Client().Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	if res.Header.Get("Content-Type") == "text/event-stream" {
+		return response{status: res.StatusCode, header: res.Header}
+	}
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return response{status: res.StatusCode, header: res.Header, body: string(body)}
+}
+
+// fillPath fills the {id} and {n} of a route's request.
+func fillPath(path, id string) string {
+	return strings.NewReplacer("{id}", id, "{n}", "0").Replace(path)
+}
+
+func TestOpenAPIDocument(t *testing.T) {
+	a := newSpecAPI(t)
+	spec := loadOpenAPI(t, a)
+	if v := spec.doc["openapi"]; v != "3.1.0" {
+		t.Errorf("openapi = %v, want 3.1.0", v)
+	}
+	if res := a.call("GET", "/api/v1/openapi.json"); res.body != string(openAPI) {
+		t.Errorf("GET /api/v1/openapi.json is not the embedded openapi.json")
+	}
+
+	paths, ok := spec.doc["paths"].(map[string]any)
+	if !ok {
+		t.Fatalf("openapi.json has no paths")
+	}
+	var documented []string
+	for path := range paths {
+		for _, op := range spec.operations(t, "", path) {
+			documented = append(documented, strings.ToUpper(op[strings.LastIndex(op, "/")+1:])+" "+path)
+		}
+	}
+	slices.Sort(documented)
+	served := slices.Sorted(maps.Keys(specRoutes))
+	if !slices.Equal(documented, served) {
+		t.Errorf("openapi.json documents\n%s\nwant the routes the server serves\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
+	}
+
+	// Each route is really served: neither the catch-all 404 nor a 405.
+	for _, route := range served {
+		method, _, _ := strings.Cut(route, " ")
+		res := a.fetch(method, fillPath(specRoutes[route], unknownID), true)
+		if res.status == http.StatusMethodNotAllowed || (res.status == http.StatusNotFound && res.body == notFoundBody+"\n") {
+			t.Errorf("%s: %d %s, want the route served", route, res.status, res.body)
+		}
+	}
+
+	// Every operation lists the answers any request can get, and every
+	// schema in it compiles with its $refs resolved.
+	for _, route := range documented {
+		method, path, _ := strings.Cut(route, " ")
+		op, ptr := spec.object(t, spec.operations(t, method, path)[0])
+		responses, _ := spec.object(t, pointer(ptr, "responses"))
+		want := []string{"405", "414", "500"}
+		if sec, ok := op["security"].([]any); !ok || len(sec) > 0 {
+			want = append(want, "401")
+		}
+		for _, status := range want {
+			if _, ok := responses[status]; !ok {
+				t.Errorf("%s does not document a %s response", route, status)
+			}
+		}
+		for status := range responses {
+			resp, rptr := spec.object(t, pointer(ptr, "responses", status))
+			content, _ := resp["content"].(map[string]any)
+			for media := range content {
+				spec.schema(t, pointer(rptr, "content", media, "schema"))
+			}
+		}
+	}
+}
+
+// filesEmail is a message with two attachments, a header for the header
+// filter, and links.
+func filesEmail() storage.Message {
+	return storage.Message{
+		From: "a@example.com", FromName: "A", Subject: ptr("files"), Body: ptr("<p>see attached</p>"),
+		Text: "see attached", Plain: "see attached", Links: []string{"https://a.example/1"},
+		Headers: []storage.Header{{Name: "X-Test-Run", Value: "42"}}, Raw: []byte(filesMessage),
+	}
+}
+
+func TestResponsesMatchOpenAPI(t *testing.T) {
+	a := newSpecAPI(t)
+	spec := loadOpenAPI(t, a)
+	files := a.deliver("alice@example.com", filesEmail())
+	bare := a.deliver("alice@example.com", storage.Message{Raw: []byte("\r\n")}) // no subject, no body: nulls
+	gone := a.deliver("bob@example.com", storage.Message{Subject: ptr("to delete")})
+	const long65 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+	for _, c := range []struct {
+		status                int
+		method, template, url string
+	}{
+		{200, "GET", "/api/v1/emails", "/api/v1/emails?to=alice"},
+		{200, "GET", "/api/v1/emails", "/api/v1/emails?to=nobody"},
+		{200, "GET", "/api/v1/emails", "/api/v1/emails?to=ALICE&subject=FILES&limit=1&since=1.5"},
+		{200, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&body=attached&header=X-Test-Run:42"},
+		{200, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&search=%22see+attached%22&wait=1"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=a@b"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=" + long65},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&subject=a&body=b"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&limit=11"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&since=-1"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&header=nocolon"},
+		{400, "GET", "/api/v1/emails", "/api/v1/emails?to=alice&wait=61"},
+		{200, "GET", "/api/v1/emails/{id}", "/api/v1/emails/" + files.ID},
+		{200, "GET", "/api/v1/emails/{id}", "/api/v1/emails/" + bare.ID},
+		{404, "GET", "/api/v1/emails/{id}", "/api/v1/emails/" + unknownID},
+		{404, "GET", "/api/v1/emails/{id}", "/api/v1/emails/not-a-uuid"},
+		{204, "DELETE", "/api/v1/emails/{id}", "/api/v1/emails/" + gone.ID},
+		{404, "DELETE", "/api/v1/emails/{id}", "/api/v1/emails/" + gone.ID},
+		{204, "DELETE", "/api/v1/inbox", "/api/v1/inbox?to=nobody"},
+		{400, "DELETE", "/api/v1/inbox", "/api/v1/inbox?to="},
+		{400, "DELETE", "/api/v1/inbox", "/api/v1/inbox?to=b%20b"},
+		{400, "DELETE", "/api/v1/inbox", "/api/v1/inbox?to=" + long65},
+		{200, "GET", "/api/v1/emails/{id}/raw", "/api/v1/emails/" + files.ID + "/raw"},
+		{200, "GET", "/api/v1/emails/{id}/attachments", "/api/v1/emails/" + files.ID + "/attachments"},
+		{200, "GET", "/api/v1/emails/{id}/attachments", "/api/v1/emails/" + bare.ID + "/attachments"},
+		{200, "GET", "/api/v1/emails/{id}/attachments/{n}", "/api/v1/emails/" + files.ID + "/attachments/0"},
+		{200, "GET", "/api/v1/emails/{id}/attachments/{n}", "/api/v1/emails/" + files.ID + "/attachments/1"},
+		{404, "GET", "/api/v1/emails/{id}/attachments/{n}", "/api/v1/emails/" + files.ID + "/attachments/2"},
+		{404, "GET", "/api/v1/emails/{id}/attachments/{n}", "/api/v1/emails/" + unknownID + "/attachments/0"},
+		{200, "GET", "/api/v1/emails/{id}/text", "/api/v1/emails/" + files.ID + "/text"},
+		{200, "GET", "/api/v1/emails/{id}/links", "/api/v1/emails/" + files.ID + "/links"},
+		{200, "GET", "/api/v1/emails/{id}/links", "/api/v1/emails/" + bare.ID + "/links"},
+		{200, "GET", "/api/v1/events", "/api/v1/events?to=alice"},
+		{400, "GET", "/api/v1/events", "/api/v1/events?to=a%40b"},
+		{200, "GET", "/api/v1/openapi.json", "/api/v1/openapi.json"},
+		{200, "GET", "/healthz", "/healthz"},
+		{200, "GET", "/metrics", "/metrics"},
+	} {
+		res := a.fetch(c.method, c.url, true)
+		if res.status != c.status {
+			t.Errorf("%s %s: status %d, want %d (body %s)", c.method, c.url, res.status, c.status, res.body)
+		}
+		spec.validate(t, c.method, c.template, res)
+	}
+
+	// The health check is 503 while the SMTP listener is down.
+	down := *a
+	down.srv = httptest.NewServer(New(a.db, Options{Ready: func() error { return errors.New("smtp: not listening") }}, testLogger(t)).Handler())
+	defer down.srv.Close()
+	spec.validate(t, "GET", "/healthz", wantStatus(t, "GET /healthz with SMTP down", 503, down.fetch("GET", "/healthz", false)))
+
+	// The answers every route gives: 401 without a key (unless the route
+	// needs none), 414 for a long query, and 405 for another method.
+	padding := "pad=" + strings.Repeat("x", 4<<10)
+	notAllowed := map[string]bool{} // templates asked with PUT
+	for route, path := range specRoutes {
+		method, template, _ := strings.Cut(route, " ")
+		path = fillPath(path, files.ID)
+		if op, _ := spec.object(t, spec.operations(t, method, template)[0]); op["security"] == nil {
+			spec.validate(t, method, template, wantStatus(t, route+" without a key", 401, a.fetch(method, path, false)))
+		}
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		spec.validate(t, method, template, wantStatus(t, route+" with a long query", 414, a.fetch(method, path+sep+padding, true)))
+		if !notAllowed[template] {
+			notAllowed[template] = true
+			spec.validate(t, "PUT", template, wantStatus(t, "PUT "+template, 405, a.fetch("PUT", path, true)))
+		}
+	}
+
+	// A storage failure is a 500 (or 503 for the health check).
+	a.db.Close()
+	for route, path := range specRoutes {
+		method, template, _ := strings.Cut(route, " ")
+		res := a.fetch(method, fillPath(path, files.ID), true)
+		if template != "/healthz" {
+			wantStatus(t, route+" with the data file closed", 500, res)
+		}
+		spec.validate(t, method, template, res)
+	}
+	t.Logf("validated %d responses against openapi.json", spec.checked)
+}
+
+// wantStatus reports an answer of another status than want, and returns
+// it for validation.
+func wantStatus(t *testing.T, what string, want int, res response) response {
+	t.Helper()
+	if res.status != want {
+		t.Errorf("%s: status %d, want %d (body %s)", what, res.status, want, res.body)
+	}
+	return res
+}

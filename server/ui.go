@@ -1,0 +1,532 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"burner/storage"
+)
+
+// The web UI (SPEC §5): server-rendered pages from html/template, one
+// stylesheet and one small script, all embedded. Every page works without
+// JavaScript; the script only makes an inbox live.
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// uiCSP is the Content-Security-Policy of the UI's pages: our own script
+// and stylesheet only, no inline script, no plugin, no framing by others.
+// connect-src lets the script follow the event stream and fetch the page.
+// Images may come from https: and data: because email bodies show them.
+const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; " +
+	"connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// emailCSP is uiCSP for the email page, whose srcdoc iframe inherits it: it
+// also allows inline styles, because the sanitizer keeps the style
+// attributes that mail is laid out with. Scripts stay blocked twice over:
+// by this policy and by the iframe's sandbox, which lacks allow-scripts.
+const emailCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
+	"connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// pageSize is how many emails an inbox page lists.
+const pageSize = 50
+
+// maxSourceView is how much of a message the source page shows; the rest
+// is a download away.
+const maxSourceView = 1 << 20
+
+// webUI is the state of the web UI: parsed templates, static files and
+// sessions, built once in New.
+type webUI struct {
+	s        *Server
+	pages    map[string]*template.Template
+	static   map[string]staticFile
+	sessions *sessions
+}
+
+// staticFile is an embedded asset. Pages link it with its hash in the
+// query, so that browsers may cache it for good.
+type staticFile struct {
+	data        []byte
+	hash        string
+	contentType string
+}
+
+// ui returns the handler of the web UI and keeps its state in s.web.
+func (s *Server) ui() http.Handler {
+	u := &webUI{s: s, static: make(map[string]staticFile), sessions: newSessions(s.opts.Now)}
+	s.web = u
+	files, _ := fs.ReadDir(staticFS, "static")
+	for _, f := range files {
+		data, _ := staticFS.ReadFile("static/" + f.Name())
+		sum := sha256.Sum256(data)
+		u.static[f.Name()] = staticFile{data: data, hash: hex.EncodeToString(sum[:6]), contentType: mime.TypeByExtension(path.Ext(f.Name()))}
+	}
+	funcs := template.FuncMap{
+		"static":  u.staticURL,
+		"size":    formatSize,
+		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"iso":     func(t time.Time) string { return t.UTC().Format(timeLayout) },
+		"sender":  sender,
+		"subject": subjectOf,
+		"inbox":   func(local string) string { return "/inbox/" + url.PathEscape(local) },
+	}
+	u.pages = make(map[string]*template.Template)
+	for _, name := range []string{"login", "home", "inbox", "email", "source", "clear", "error"} {
+		u.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+
+	pages := http.NewServeMux()
+	for _, rt := range []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", "/{$}", u.handleHome},
+		{"POST", "/logout", u.handleLogout},
+		{"GET", "/inbox", u.handleGoInbox},
+		{"GET", "/inbox/{local}", u.handleInbox},
+		{"GET", "/inbox/{local}/events", u.handleInboxEvents},
+		{"GET", "/inbox/{local}/clear", u.handleClearPage},
+		{"POST", "/inbox/{local}/clear", u.handleClear},
+		{"GET", "/email/{id}", u.handleEmail},
+		{"GET", "/email/{id}/raw", u.handleSource},
+		{"GET", "/email/{id}/download", u.handleDownload},
+		{"GET", "/email/{id}/attachments/{n}", u.handleAttachment},
+		{"POST", "/email/{id}/delete", u.handleDelete},
+	} {
+		pages.HandleFunc(rt.method+" "+rt.path, rt.h)
+	}
+	for p, allow := range map[string]string{
+		"/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD",
+		"/inbox/{local}/clear": "GET, HEAD, POST", "/email/{id}": "GET, HEAD", "/email/{id}/raw": "GET, HEAD",
+		"/email/{id}/download": "GET, HEAD", "/email/{id}/attachments/{n}": "GET, HEAD", "/email/{id}/delete": "POST",
+	} {
+		pages.HandleFunc(p, u.methodNotAllowed(allow))
+	}
+	pages.HandleFunc("/", u.notFound)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /static/{name}", u.handleStatic)
+	mux.HandleFunc("GET /login", u.handleLoginPage)
+	mux.HandleFunc("POST /login", u.handleLogin)
+	mux.HandleFunc("/login", u.methodNotAllowed("GET, HEAD, POST"))
+	mux.Handle("/", u.requireSession(pages))
+
+	// The CSRF tokens of the forms are the defence; refusing what the
+	// browser itself marks as cross-site (Sec-Fetch-Site, Origin) is a
+	// second one.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.render(w, r, http.StatusForbidden, "error", errorPage{Message: "Cross-site requests are refused."})
+	}))
+	return pageHeaders(cop.Handler(mux))
+}
+
+// pageHeaders sets what the UI's answers carry on top of secureHeaders:
+// the pages' CSP, and a referrer policy that keeps the Origin header of our
+// own forms (which no-referrer would turn into "null") while telling other
+// sites nothing.
+func pageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", uiCSP)
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("X-Frame-Options", "DENY") // frame-ancestors, for browsers that predate it
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pageData is what every page template gets.
+type pageData struct {
+	CSRF     string // the token of the page's forms
+	LoggedIn bool   // a session: the page offers to log out
+	Page     any    // the page's own data
+}
+
+// render answers status with the page name showing page.
+func (u *webUI) render(w http.ResponseWriter, r *http.Request, status int, name string, page any) {
+	v := visitorOf(r)
+	var buf bytes.Buffer
+	if err := u.pages[name].ExecuteTemplate(&buf, "layout", pageData{CSRF: v.csrf, LoggedIn: v.token != "", Page: page}); err != nil {
+		// Only a template bug gets here: recoverPanics logs it with its stack.
+		panic(fmt.Sprintf("render %s: %v", name, err))
+	}
+	h := w.Header()
+	if name == "email" {
+		h.Set("Content-Security-Policy", emailCSP)
+	}
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) // an error here means the client is gone
+}
+
+// errorPage is a page that says what went wrong.
+type errorPage struct {
+	Message string
+}
+
+// fail answers a failed UI request with an HTML page: fail's mapping, for
+// people rather than programs.
+func (u *webUI) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var bad badRequest
+	switch {
+	case errors.As(err, &bad):
+		u.render(w, r, http.StatusBadRequest, "error", errorPage{Message: string(bad)})
+	case errors.Is(err, storage.ErrNotFound):
+		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Email not found"})
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		u.s.log.DebugContext(r.Context(), "request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
+	default:
+		u.s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		u.render(w, r, http.StatusInternalServerError, "error", errorPage{Message: "Internal error."})
+	}
+}
+
+func (u *webUI) notFound(w http.ResponseWriter, r *http.Request) {
+	u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Page not found."})
+}
+
+func (u *webUI) methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		u.render(w, r, http.StatusMethodNotAllowed, "error", errorPage{Message: "Method not allowed."})
+	}
+}
+
+func (u *webUI) staticURL(name string) (string, error) {
+	f, ok := u.static[name]
+	if !ok {
+		return "", fmt.Errorf("no static file %q", name)
+	}
+	return "/static/" + name + "?v=" + f.hash, nil
+}
+
+func (u *webUI) handleStatic(w http.ResponseWriter, r *http.Request) {
+	f, ok := u.static[r.PathValue("name")]
+	if !ok {
+		u.notFound(w, r)
+		return
+	}
+	if r.URL.Query().Get("v") == f.hash {
+		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+	writeBytes(w, f.contentType, f.data)
+}
+
+// checkLocalPart validates an inbox name from the UI with the API's rules
+// and messages (SPEC §4): it hands localPart the name with every byte
+// percent-encoded, so that nothing in it reads as query syntax.
+func checkLocalPart(name string) (string, error) {
+	var b strings.Builder
+	b.WriteString("to=")
+	for i := 0; i < len(name); i++ {
+		fmt.Fprintf(&b, "%%%02X", name[i])
+	}
+	return localPart(b.String())
+}
+
+type homePage struct {
+	Domains []string
+	To      string // what was typed
+	Message string // why it was refused
+}
+
+func (u *webUI) handleHome(w http.ResponseWriter, r *http.Request) {
+	u.render(w, r, http.StatusOK, "home", homePage{Domains: u.domains()})
+}
+
+// handleGoInbox takes the home page's form to the inbox it names.
+func (u *webUI) handleGoInbox(w http.ResponseWriter, r *http.Request) {
+	typed := strings.TrimSpace(r.URL.Query().Get("to"))
+	local, err := checkLocalPart(typed)
+	if err != nil {
+		u.render(w, r, http.StatusBadRequest, "home", homePage{Domains: u.domains(), To: typed, Message: err.Error()})
+		return
+	}
+	http.Redirect(w, r, "/inbox/"+url.PathEscape(local), http.StatusSeeOther)
+}
+
+// domains returns the inbox domains, as people write them.
+func (u *webUI) domains() []string {
+	out := make([]string, len(u.s.opts.Domains))
+	for i, d := range u.s.opts.Domains {
+		out[i] = strings.ToLower(d)
+	}
+	return out
+}
+
+type inboxPage struct {
+	Local     string
+	Addresses []string // the inbox's full addresses; none when any domain is accepted
+	Emails    []storage.Email
+	In, Q     string // the filter: which field, what text
+	Filtered  bool
+	Older     string // the URL of the next page; "" on the last one
+	Paged     bool   // not the first page
+	Events    string // the event stream's URL; "" when the page is not live
+	Here      string // this page's URL, where a deletion comes back to
+}
+
+func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
+	local, err := checkLocalPart(r.PathValue("local"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	v := r.URL.Query()
+	p := inboxPage{Local: local, In: v.Get("in"), Q: v.Get("q"), Here: r.URL.RequestURI()}
+	for _, d := range u.domains() {
+		p.Addresses = append(p.Addresses, local+"@"+d)
+	}
+	q := storage.Query{LocalPart: local, Limit: pageSize + 1, Before: v.Get("before")}
+	switch p.In {
+	case "subject":
+		q.Subject = p.Q
+	case "body":
+		q.Body = p.Q
+	default:
+		p.In = "search"
+		q.Terms = splitTerms(p.Q)
+	}
+	p.Filtered = strings.TrimSpace(p.Q) != ""
+	p.Emails, err = u.s.db.List(r.Context(), q)
+	if errors.Is(err, storage.ErrNotFound) && q.Before != "" {
+		// The page started at an email deleted since: start from the newest.
+		v.Del("before")
+		http.Redirect(w, r, pageURL(local, v), http.StatusSeeOther)
+		return
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	if len(p.Emails) > pageSize {
+		p.Emails = p.Emails[:pageSize]
+		v.Set("before", p.Emails[pageSize-1].ID)
+		p.Older = pageURL(local, v)
+	}
+	p.Paged = q.Before != ""
+	if !p.Paged {
+		p.Events = "/inbox/" + url.PathEscape(local) + "/events"
+	}
+	u.render(w, r, http.StatusOK, "inbox", p)
+}
+
+// pageURL returns the URL of an inbox page with the parameters v.
+func pageURL(local string, v url.Values) string {
+	s := "/inbox/" + url.PathEscape(local)
+	if len(v) > 0 {
+		s += "?" + v.Encode()
+	}
+	return s
+}
+
+func (u *webUI) handleInboxEvents(w http.ResponseWriter, r *http.Request) {
+	local, err := checkLocalPart(r.PathValue("local"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	ctx, wait := u.watchSession(r)
+	defer wait()
+	u.s.streamEvents(w, r.WithContext(ctx), local)
+}
+
+type clearPage struct{ Local string }
+
+func (u *webUI) handleClearPage(w http.ResponseWriter, r *http.Request) {
+	local, err := checkLocalPart(r.PathValue("local"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "clear", clearPage{Local: local})
+}
+
+func (u *webUI) handleClear(w http.ResponseWriter, r *http.Request) {
+	local, err := checkLocalPart(r.PathValue("local"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	n, err := u.s.db.Clear(r.Context(), local)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.s.log.InfoContext(r.Context(), "inbox cleared", "emails", n)
+	http.Redirect(w, r, "/inbox/"+url.PathEscape(local), http.StatusSeeOther)
+}
+
+type emailPage struct {
+	Email       storage.Email
+	Local       string // the inbox it is in
+	Srcdoc      string // the iframe's document: the body, sanitized at delivery
+	Attachments []attachmentJSON
+}
+
+// frameHead starts the iframe's document. The body was sanitized at
+// delivery; the sandbox and the CSP are the second and third layers.
+// Links open outside the frame and send no referrer.
+const frameHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+	`<base target="_blank"><link rel="stylesheet" href="%s"></head><body>`
+
+// handleEmail shows one email and marks it read: the read flag means
+// "viewed in the UI" (SPEC §3).
+func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if r.Method == http.MethodGet { // a HEAD views nothing
+		if err := u.s.db.MarkRead(r.Context(), id); err != nil {
+			u.fail(w, r, err)
+			return
+		}
+	}
+	e, err := u.s.db.Email(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	raw, err := u.s.db.Raw(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	p := emailPage{Email: e, Local: localOf(e.To)}
+	if e.Body != nil {
+		css, _ := u.staticURL("frame.css")
+		p.Srcdoc = fmt.Sprintf(frameHead, css) + *e.Body + "</body></html>"
+	}
+	for i, a := range attachments(raw) {
+		p.Attachments = append(p.Attachments, attachmentJSON{Index: i, Filename: a.Filename, ContentType: a.ContentType, Size: len(a.Data)})
+	}
+	u.render(w, r, http.StatusOK, "email", p)
+}
+
+// localOf returns the local part of address.
+func localOf(address string) string {
+	if i := strings.LastIndexByte(address, '@'); i >= 0 {
+		return address[:i]
+	}
+	return address
+}
+
+type sourcePage struct {
+	Email     storage.Email
+	Source    string
+	Truncated bool
+}
+
+// handleSource shows the message as received, as escaped text.
+func (u *webUI) handleSource(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	e, err := u.s.db.Email(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	raw, err := u.s.db.Raw(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	p := sourcePage{Email: e}
+	if len(raw) > maxSourceView {
+		raw, p.Truncated = raw[:maxSourceView], true
+	}
+	p.Source = strings.ToValidUTF8(string(raw), string(utf8.RuneError))
+	u.render(w, r, http.StatusOK, "source", p)
+}
+
+// handleDownload serves the message as received, as a file.
+func (u *webUI) handleDownload(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	raw, err := u.s.db.Raw(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".eml"}))
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	writeBytes(w, "message/rfc822", raw)
+}
+
+// handleAttachment serves one file of a message, always as a download and
+// sandboxed: an HTML or SVG file from a stranger must not run as our page.
+func (u *webUI) handleAttachment(w http.ResponseWriter, r *http.Request) {
+	raw, err := u.s.db.Raw(r.Context(), r.PathValue("id"))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	files := attachments(raw)
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 0 || n >= len(files) || r.PathValue("n") != strconv.Itoa(n) {
+		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Attachment not found"})
+		return
+	}
+	a := files[n]
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	writeBytes(w, a.ContentType, a.Data)
+}
+
+// handleDelete deletes one email and goes back to the page it was deleted
+// from (the form's "next"), or else to the start page.
+func (u *webUI) handleDelete(w http.ResponseWriter, r *http.Request) {
+	if err := u.s.db.Delete(r.Context(), r.PathValue("id")); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, localNext(r.PostForm.Get("next")), http.StatusSeeOther)
+}
+
+// formatSize writes n bytes for people.
+func formatSize(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1000)
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/1000/1000)
+	}
+}
+
+// sender names who sent e.
+func sender(e storage.Email) string {
+	switch {
+	case e.FromName != "":
+		return e.FromName
+	case e.From != "":
+		return e.From
+	}
+	return "(no sender)"
+}
+
+func subjectOf(e storage.Email) string {
+	if e.Subject == nil || strings.TrimSpace(*e.Subject) == "" {
+		return "(no subject)"
+	}
+	return *e.Subject
+}

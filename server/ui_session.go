@@ -1,0 +1,353 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"burner/storage"
+)
+
+// The web UI's login (SPEC §5). A visitor logs in with an API key; the
+// server then keeps, in memory only, a session: a random token in an
+// HttpOnly, SameSite=Strict cookie that maps to the key's id. Each request
+// looks the key up again, so a revoked key ends its sessions at once.
+// Sessions do not survive a restart: keeping them would mean storing the
+// tokens, or a secret that signs them, in the data file.
+
+const (
+	sessionCookie = "burner_session"
+	// csrfCookie carries the CSRF token of a visitor without a session (the
+	// login form, and every form of a public UI): a double-submit cookie.
+	csrfCookie = "burner_csrf"
+	// sessionIdle is how long a session lives without a request.
+	sessionIdle = 12 * time.Hour
+	// recheckStream is how often an open event stream checks that its
+	// session and key still exist.
+	recheckStream = 2 * time.Second
+	// maxFormBytes bounds a UI form; the largest holds an API key.
+	maxFormBytes = 4 << 10
+)
+
+// session is what a session token stands for.
+type session struct {
+	keyID   string
+	csrf    string // the token this session's forms carry
+	expires time.Time
+}
+
+// sessions are the UI sessions of one server, keyed by the SHA-256 of
+// their token: a map lookup does not compare the token itself in
+// variable time, and memory holds no usable token.
+type sessions struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[[sha256.Size]byte]*session
+}
+
+func newSessions(now func() time.Time) *sessions {
+	return &sessions{now: now, m: make(map[[sha256.Size]byte]*session)}
+}
+
+// create starts a session for the key with keyID and returns its token.
+// Expired sessions are dropped on the way, so memory is bounded by the
+// logins of the last sessionIdle.
+func (ss *sessions) create(keyID string) string {
+	token := randomToken()
+	sess := &session{keyID: keyID, csrf: randomToken(), expires: ss.now().Add(sessionIdle)}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	now := ss.now()
+	for h, old := range ss.m {
+		if !now.Before(old.expires) {
+			delete(ss.m, h)
+		}
+	}
+	ss.m[sha256.Sum256([]byte(token))] = sess
+	return token
+}
+
+// get returns the live session of token. With slide, the session's idle
+// time starts again.
+func (ss *sessions) get(token string, slide bool) (session, bool) {
+	h := sha256.Sum256([]byte(token))
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	sess, ok := ss.m[h]
+	if !ok {
+		return session{}, false
+	}
+	now := ss.now()
+	if !now.Before(sess.expires) {
+		delete(ss.m, h)
+		return session{}, false
+	}
+	if slide {
+		sess.expires = now.Add(sessionIdle)
+	}
+	return *sess, true
+}
+
+// end forgets the session of token.
+func (ss *sessions) end(token string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.m, sha256.Sum256([]byte(token)))
+}
+
+// len returns the number of sessions held, expired ones included.
+func (ss *sessions) len() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.m)
+}
+
+// tokenLen is the length of a randomToken: 32 bytes in base64url.
+const tokenLen = 43
+
+// randomToken returns 32 random bytes, base64url-encoded.
+func randomToken() string {
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// visitor is who sent a UI request.
+type visitor struct {
+	token string // the session token; "" without a session (public UI)
+	csrf  string // the CSRF token the visitor's forms must carry
+}
+
+type visitorKey struct{}
+
+// visitorOf returns the visitor that requireSession found for r.
+func visitorOf(r *http.Request) visitor {
+	v, _ := r.Context().Value(visitorKey{}).(visitor)
+	return v
+}
+
+func withVisitor(r *http.Request, v visitor) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), visitorKey{}, v))
+}
+
+// requireSession lets a request through when it belongs to a live session
+// whose key still exists, or, in a public UI, to anyone. Others are sent
+// to the login page. A POST must also carry the visitor's CSRF token.
+func (u *webUI) requireSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := u.session(r, true)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) && u.s.opts.Public:
+			v = visitor{csrf: u.csrfCookie(w, r)}
+		case errors.Is(err, storage.ErrNotFound):
+			clearCookie(w, r, sessionCookie)
+			u.toLogin(w, r)
+			return
+		case err != nil:
+			u.fail(w, r, err)
+			return
+		}
+		if r.Method == http.MethodPost && !u.checkCSRF(w, r, v.csrf) {
+			return
+		}
+		next.ServeHTTP(w, withVisitor(r, v))
+	})
+}
+
+// session returns the visitor of r's live session, or an error wrapping
+// storage.ErrNotFound when r has none, it expired, or its key was revoked.
+func (u *webUI) session(r *http.Request, slide bool) (visitor, error) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return visitor{}, storage.ErrNotFound
+	}
+	sess, ok := u.sessions.get(c.Value, slide)
+	if !ok {
+		return visitor{}, storage.ErrNotFound
+	}
+	if _, err := u.s.db.Key(r.Context(), sess.keyID); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			u.sessions.end(c.Value) // revoked: this session is over for good
+		}
+		return visitor{}, err
+	}
+	return visitor{token: c.Value, csrf: sess.csrf}, nil
+}
+
+// toLogin sends r to the login page, which comes back to r's page after.
+func (u *webUI) toLogin(w http.ResponseWriter, r *http.Request) {
+	target := "/login"
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		target += "?" + url.Values{"next": {r.URL.RequestURI()}}.Encode()
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// checkCSRF reports whether the form of r carries want, the visitor's CSRF
+// token. When it does not, it answers 403.
+func (u *webUI) checkCSRF(w http.ResponseWriter, r *http.Request, want string) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		u.render(w, r, http.StatusBadRequest, "error", errorPage{Message: "The form could not be read."})
+		return false
+	}
+	got := r.PostForm.Get("csrf")
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		u.s.log.DebugContext(r.Context(), "csrf token refused", "path", r.URL.Path)
+		u.render(w, r, http.StatusForbidden, "error", errorPage{
+			Message: "This form has expired or was sent from another site. Go back, reload the page and try again.",
+		})
+		return false
+	}
+	return true
+}
+
+// csrfCookie returns the double-submit CSRF token of a visitor without a
+// session, setting a fresh one when the request has none.
+func (u *webUI) csrfCookie(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == tokenLen {
+		return c.Value
+	}
+	token := randomToken()
+	setCookie(w, r, csrfCookie, token)
+	return token
+}
+
+// setCookie sets a cookie for the whole UI that scripts cannot read and
+// other sites cannot send. It lives until the browser closes: the server
+// decides how long a session lasts.
+func setCookie(w http.ResponseWriter, r *http.Request, name, value string) {
+	http.SetCookie(w, &http.Cookie{
+		Name:     name,
+		Value:    value,
+		Path:     "/",
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+		Secure:   overTLS(r),
+	})
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	if _, err := r.Cookie(name); err != nil {
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name:     name,
+		Path:     "/",
+		MaxAge:   -1,
+		HttpOnly: true,
+		SameSite: http.SameSiteStrictMode,
+		Secure:   overTLS(r),
+	})
+}
+
+// overTLS reports whether the browser reached us over TLS: directly, or
+// through a proxy that says so. Trusting the proxy header is safe here: a
+// client that lies about it only makes its own cookie Secure.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// localNext returns next when it is a path on this server, else "/": the
+// login page must not send anyone to another site.
+func localNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	return next
+}
+
+type loginPage struct {
+	Next    string
+	Message string
+}
+
+func (u *webUI) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+	if u.s.opts.Public {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	next := localNext(r.URL.Query().Get("next"))
+	if _, err := u.session(r, false); err == nil {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	r = withVisitor(r, visitor{csrf: u.csrfCookie(w, r)})
+	u.render(w, r, http.StatusOK, "login", loginPage{Next: next})
+}
+
+func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
+	if u.s.opts.Public {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		c = &http.Cookie{}
+	}
+	if !u.checkCSRF(w, r, c.Value) {
+		return
+	}
+	next := localNext(r.PostForm.Get("next"))
+	k, err := u.s.db.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("key")))
+	if errors.Is(err, storage.ErrNotFound) {
+		r = withVisitor(r, visitor{csrf: c.Value})
+		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
+		return
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	// A new token at every login: a token planted before it is worth nothing.
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		u.sessions.end(old.Value)
+	}
+	setCookie(w, r, sessionCookie, u.sessions.create(k.ID))
+	u.s.log.InfoContext(r.Context(), "ui login", "key_id", k.ID)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (u *webUI) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if v := visitorOf(r); v.token != "" {
+		u.sessions.end(v.token)
+	}
+	clearCookie(w, r, sessionCookie)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// watchSession returns a context that is canceled once the session of r
+// ends (logout, expiry, a revoked key), so that a long-lived event stream
+// stops with it. wait stops the watch and waits for it.
+func (u *webUI) watchSession(r *http.Request) (ctx context.Context, wait func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	if visitorOf(r).token == "" {
+		return ctx, cancel // a public UI: nothing to end
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(recheckStream)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				// An open page is not activity: the stream does not slide the session.
+				if _, err := u.session(r.WithContext(ctx), false); errors.Is(err, storage.ErrNotFound) {
+					cancel()
+					return
+				}
+			}
+		}
+	})
+	return ctx, func() { cancel(); wg.Wait() }
+}

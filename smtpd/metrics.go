@@ -1,0 +1,57 @@
+package smtpd
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the daemon's Prometheus series. They exist even when nobody
+// registers them, so the code that counts never checks.
+type metrics struct {
+	sessions  prometheus.Counter
+	refused   prometheus.Counter
+	accepted  prometheus.Counter
+	rejected  *prometheus.CounterVec
+	bytes     prometheus.Counter
+	ingestLag prometheus.Histogram
+}
+
+// Reasons a message is rejected, the values of the reason label.
+const (
+	rejectDomain    = "recipient_domain"
+	rejectMailbox   = "recipient_invalid"
+	rejectTooLarge  = "too_large"
+	rejectFull      = "storage_full"
+	rejectStorage   = "storage_error"
+	rejectAborted   = "aborted"
+	rejectRecovered = "panic"
+)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		sessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_sessions_total", Help: "SMTP sessions started.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_connections_refused_total", Help: "SMTP connections answered 421 because too many were open.",
+		}),
+		accepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_messages_accepted_total", Help: "Messages answered 250 after DATA.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burner_smtp_rejected_total", Help: "Recipients and messages refused, by reason.",
+		}, []string{"reason"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_received_bytes_total", Help: "Bytes of accepted messages.",
+		}),
+		ingestLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "burner_smtp_ingest_seconds",
+			Help:    "From the end of DATA to the durable commit of the message.",
+			Buckets: []float64{.0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, 1},
+		}),
+	}
+	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectRecovered} {
+		m.rejected.WithLabelValues(r) // present at 0, so rates work from the start
+	}
+	if reg != nil {
+		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag)
+	}
+	return m
+}
