@@ -76,6 +76,8 @@ func TestUIInBrowser(t *testing.T) {
 
 	// An inbox asks for the key first, then comes back to the inbox.
 	do("open the inbox", chromedp.Navigate(base+"/inbox/alice"), chromedp.WaitVisible(chromedp.ID("key")))
+	do("bad login", chromedp.SendKeys(chromedp.ID("key"), "nope"), chromedp.Submit(chromedp.ID("key")), chromedp.WaitVisible(chromedp.ID("key-error")))
+	screenshot(t, ctx, "/tmp/shots/login.png")
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasPrefix(loc, base+"/login?next=") {
 		t.Errorf("an inbox without a session went to %s, want the login page", loc)
 	}
@@ -125,7 +127,7 @@ func TestUIInBrowser(t *testing.T) {
 		t.Error("the inbox scrolls sideways at a phone's width")
 	}
 	screenshot(t, ctx, filepath.Join(shots, "ui-inbox-phone.png"))
-	do("back to a laptop", chromedp.EmulateReset())
+	do("back to a laptop", chromedp.EmulateViewport(1200, 760))
 
 	// Open it: it is marked read, and nothing in it ran.
 	fresh, err := ta.db.List(context.Background(), storage.Query{LocalPart: "alice", Limit: 1})
@@ -180,6 +182,14 @@ func TestUIInBrowser(t *testing.T) {
 		t.Errorf("the page's title is %q: a script in an unsanitized body ran", title)
 	}
 
+	do("src", chromedp.Navigate(base+"/email/"+fresh[0].ID+"/raw"), chromedp.WaitVisible(chromedp.CSS("pre")))
+	screenshot(t, ctx, "/tmp/shots/source.png")
+	do("home", chromedp.Navigate(base+"/inbox?to=bad!x"), chromedp.WaitVisible(chromedp.CSS("#to")))
+	screenshot(t, ctx, "/tmp/shots/home.png")
+	do("clear", chromedp.Navigate(base+"/inbox/alice/clear"), chromedp.WaitVisible(chromedp.CSS("h1")))
+	screenshot(t, ctx, "/tmp/shots/clear.png")
+	do("filter", chromedp.Navigate(base+"/inbox/alice?q=nothing"), chromedp.WaitVisible(chromedp.CSS("h1")))
+	screenshot(t, ctx, "/tmp/shots/filter.png")
 	// Delete: back to the inbox, without it.
 	do("delete the email",
 		chromedp.Navigate(base+"/email/"+fresh[0].ID),

@@ -33,7 +33,7 @@ type Options struct {
 	CommandTimeout  time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
 	DataTimeout     time.Duration // for the whole of a message's data; 10 minutes
 	WriteTimeout    time.Duration // per reply; 1 minute
-	MaxLineLength   int           // of a command line; 2000 (twice RFC 5321 §4.5.3.1.6)
+	MaxLineLength   int           // of any line, command or data; 2000 (twice RFC 5321 §4.5.3.1.6)
 	TLSConfig       *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
 	Metrics prometheus.Registerer
