@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -370,12 +371,45 @@ func TestChildServer(t *testing.T) {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
-	fmt.Printf("READY %s\n", a.smtpLn.Addr())
+	fmt.Printf("READY %s %s\n", a.smtpLn.Addr(), a.httpLn.Addr())
 	a.run(context.Background()) // until SIGKILL
 }
 
-// TestKillNine: every message that got 250 is in the file after the server
-// is killed with SIGKILL mid-stream, at several kill points.
+// child is burner running as a separate process on a data file.
+type child struct {
+	cmd            *exec.Cmd
+	smtpAddr, http string
+}
+
+func startChild(t *testing.T, data string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildServer$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BURNER_CHILD_DATA="+data)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+				ready <- f[1:]
+			}
+		}
+	}()
+	select {
+	case addrs := <-ready:
+		return &child{cmd: cmd, smtpAddr: addrs[0], http: "http://" + addrs[1]}
+	case <-time.After(30 * time.Second):
+		t.Fatal("child server not ready within 30s")
+		return nil
+	}
+}
+
+// TestKillNine: every message that got 250 is listed after the server is
+// killed with SIGKILL mid-stream and started again, at several kill points.
 func TestKillNine(t *testing.T) {
 	if os.Getenv("BURNER_CHILD_DATA") != "" {
 		t.Skip("child process")
@@ -383,28 +417,16 @@ func TestKillNine(t *testing.T) {
 	for _, killAfter := range []int{1, 25, 120} {
 		t.Run(fmt.Sprint(killAfter), func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "burner.db")
-			child := exec.Command(os.Args[0], "-test.run=^TestChildServer$", "-test.count=1")
-			child.Env = append(os.Environ(), "BURNER_CHILD_DATA="+data)
-			stdout, _ := child.StdoutPipe()
-			if err := child.Start(); err != nil {
+			db, err := storage.Open(data, storage.Options{})
+			if err != nil {
 				t.Fatal(err)
 			}
-			defer child.Process.Kill()
-			ready := make(chan string, 1)
-			go func() {
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					if addr, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
-						ready <- addr
-					}
-				}
-			}()
-			var addr string
-			select {
-			case addr = <-ready:
-			case <-time.After(30 * time.Second):
-				t.Fatal("child server not ready within 30s")
+			_, key, err := db.CreateKey(context.Background(), "test")
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
 			}
+			srv := startChild(t, data)
 
 			var (
 				mu    sync.Mutex
@@ -416,7 +438,7 @@ func TestKillNine(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c, err := smtp.Dial(addr)
+					c, err := smtp.Dial(srv.smtpAddr)
 					if err != nil {
 						return
 					}
@@ -427,7 +449,7 @@ func TestKillNine(t *testing.T) {
 							return
 						default:
 						}
-						subject := fmt.Sprintf("w%d-m%d", w, i)
+						subject := fmt.Sprintf("[w%d-m%d]", w, i) // brackets: no subject is a substring of another
 						msg := "From: a@sender.test\r\nSubject: " + subject + "\r\n\r\nbody\r\n"
 						if err := c.SendMail("a@sender.test", []string{"durable@inbox.test"}, strings.NewReader(msg)); err != nil {
 							return
@@ -437,7 +459,7 @@ func TestKillNine(t *testing.T) {
 						n := len(acked)
 						mu.Unlock()
 						if n == killAfter {
-							child.Process.Signal(syscall.SIGKILL)
+							srv.cmd.Process.Signal(syscall.SIGKILL)
 						}
 					}
 				}()
@@ -448,35 +470,33 @@ func TestKillNine(t *testing.T) {
 			case <-waited:
 			case <-time.After(60 * time.Second):
 				close(stop)
-				child.Process.Kill()
+				srv.cmd.Process.Kill()
 				<-waited
 			}
-			child.Wait()
-
-			db, err := storage.Open(data, storage.Options{})
-			if err != nil {
-				t.Fatalf("reopen after kill -9: %v", err)
-			}
-			defer db.Close()
-			stored, err := db.List(context.Background(), storage.Query{LocalPart: "durable"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			have := make(map[string]bool, len(stored))
-			for _, e := range stored {
-				have[*e.Subject] = true
-			}
+			srv.cmd.Wait()
 			mu.Lock()
 			defer mu.Unlock()
 			if len(acked) < killAfter {
 				t.Fatalf("only %d messages acked before the kill point %d", len(acked), killAfter)
 			}
-			for _, s := range acked {
-				if !have[s] {
-					t.Errorf("message %s got 250 but is not in the file after kill -9", s)
+
+			// Start burner again on the file, and ask it over HTTP.
+			again := startChild(t, data)
+			for _, subject := range acked {
+				req, _ := http.NewRequest("GET", again.http+"/api/v1/emails?to=durable&subject="+url.QueryEscape(subject), nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []map[string]any
+				err = json.NewDecoder(res.Body).Decode(&got)
+				res.Body.Close()
+				if err != nil || len(got) != 1 || got[0]["subject"] != subject {
+					t.Errorf("message %s got 250 but after kill -9 and a restart the API lists %v (%v)", subject, got, err)
 				}
 			}
-			t.Logf("kill after %d: %d acked, %d stored", killAfter, len(acked), len(stored))
+			t.Logf("kill after %d: %d acked, all listed after a restart", killAfter, len(acked))
 		})
 	}
 }

@@ -76,8 +76,6 @@ func TestUIInBrowser(t *testing.T) {
 
 	// An inbox asks for the key first, then comes back to the inbox.
 	do("open the inbox", chromedp.Navigate(base+"/inbox/alice"), chromedp.WaitVisible(chromedp.ID("key")))
-	do("bad login", chromedp.SendKeys(chromedp.ID("key"), "nope"), chromedp.Submit(chromedp.ID("key")), chromedp.WaitVisible(chromedp.ID("key-error")))
-	screenshot(t, ctx, "/tmp/shots/login.png")
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasPrefix(loc, base+"/login?next=") {
 		t.Errorf("an inbox without a session went to %s, want the login page", loc)
 	}
@@ -182,14 +180,6 @@ func TestUIInBrowser(t *testing.T) {
 		t.Errorf("the page's title is %q: a script in an unsanitized body ran", title)
 	}
 
-	do("src", chromedp.Navigate(base+"/email/"+fresh[0].ID+"/raw"), chromedp.WaitVisible(chromedp.CSS("pre")))
-	screenshot(t, ctx, "/tmp/shots/source.png")
-	do("home", chromedp.Navigate(base+"/inbox?to=bad!x"), chromedp.WaitVisible(chromedp.CSS("#to")))
-	screenshot(t, ctx, "/tmp/shots/home.png")
-	do("clear", chromedp.Navigate(base+"/inbox/alice/clear"), chromedp.WaitVisible(chromedp.CSS("h1")))
-	screenshot(t, ctx, "/tmp/shots/clear.png")
-	do("filter", chromedp.Navigate(base+"/inbox/alice?q=nothing"), chromedp.WaitVisible(chromedp.CSS("h1")))
-	screenshot(t, ctx, "/tmp/shots/filter.png")
 	// Delete: back to the inbox, without it.
 	do("delete the email",
 		chromedp.Navigate(base+"/email/"+fresh[0].ID),

@@ -422,6 +422,13 @@ func TestUIEmailMarksRead(t *testing.T) {
 	if readFlag() {
 		t.Fatal("listing the inbox in the UI marked the email read")
 	}
+	req, _ := http.NewRequest("HEAD", u.srv.URL+"/email/"+e.ID, nil)
+	if res := send(t, u.client, req); res.status != http.StatusOK {
+		t.Errorf("HEAD /email/%s: %d, want 200", e.ID, res.status)
+	}
+	if readFlag() {
+		t.Fatal("a HEAD of the email page marked the email read")
+	}
 	wantPage(t, "GET /email/"+e.ID, u.get("/email/"+e.ID), http.StatusOK, "Hi", "shop@example.com")
 	if !readFlag() {
 		t.Error("after the email page was opened, the API shows read = false, want true")

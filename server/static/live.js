@@ -64,6 +64,9 @@
   }
   var events = new EventSource(list.dataset.events);
   events.addEventListener("open", function () {
+    if (status && !document.documentElement.dataset.live) {
+      status.textContent = "Live: new emails appear as they arrive.";
+    }
     document.documentElement.dataset.live = "open";
     // What arrived between the page's rendering and now is in no event:
     // the stream starts at the newest email when it connects.
