@@ -228,15 +228,21 @@ func localPart(rawQuery string) (string, error) {
 		}
 		break
 	}
+	return to, checkLocalPart(to)
+}
+
+// checkLocalPart validates an inbox name, with the API's messages (SPEC
+// §4); the web UI checks what people type with it too.
+func checkLocalPart(to string) error {
 	switch {
 	case to == "":
-		return "", badRequest("'to' is required.")
+		return badRequest("'to' is required.")
 	case utf8.RuneCountInString(to) > storage.MaxLocalPart:
-		return "", badRequest("Local part must be at most 64 characters.")
+		return badRequest("Local part must be at most 64 characters.")
 	case !storage.ValidLocalPart(to):
-		return "", badRequest("Invalid local part. Only alphanumeric characters and _-+. are allowed.")
+		return badRequest("Invalid local part. Only alphanumeric characters and _-+. are allowed.")
 	}
-	return to, nil
+	return nil
 }
 
 // splitTerms splits a search into its terms: runs of non-space characters,

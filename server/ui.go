@@ -234,18 +234,6 @@ func (u *webUI) handleStatic(w http.ResponseWriter, r *http.Request) {
 	writeBytes(w, f.contentType, f.data)
 }
 
-// checkLocalPart validates an inbox name from the UI with the API's rules
-// and messages (SPEC §4): it hands localPart the name with every byte
-// percent-encoded, so that nothing in it reads as query syntax.
-func checkLocalPart(name string) (string, error) {
-	var b strings.Builder
-	b.WriteString("to=")
-	for i := 0; i < len(name); i++ {
-		fmt.Fprintf(&b, "%%%02X", name[i])
-	}
-	return localPart(b.String())
-}
-
 type homePage struct {
 	Domains []string
 	To      string // what was typed
@@ -259,8 +247,8 @@ func (u *webUI) handleHome(w http.ResponseWriter, r *http.Request) {
 // handleGoInbox takes the home page's form to the inbox it names.
 func (u *webUI) handleGoInbox(w http.ResponseWriter, r *http.Request) {
 	typed := strings.TrimSpace(r.URL.Query().Get("to"))
-	local, err := checkLocalPart(typed)
-	if err != nil {
+	local := typed
+	if err := checkLocalPart(local); err != nil {
 		u.render(w, r, http.StatusBadRequest, "home", homePage{Domains: u.domains(), To: typed, Message: err.Error()})
 		return
 	}
@@ -289,8 +277,8 @@ type inboxPage struct {
 }
 
 func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
-	local, err := checkLocalPart(r.PathValue("local"))
-	if err != nil {
+	local := r.PathValue("local")
+	if err := checkLocalPart(local); err != nil {
 		u.fail(w, r, err)
 		return
 	}
@@ -310,6 +298,7 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 		q.Terms = splitTerms(p.Q)
 	}
 	p.Filtered = strings.TrimSpace(p.Q) != ""
+	var err error
 	p.Emails, err = u.s.db.List(r.Context(), q)
 	if errors.Is(err, storage.ErrNotFound) && q.Before != "" {
 		// The page started at an email deleted since: start from the newest.
@@ -343,8 +332,8 @@ func pageURL(local string, v url.Values) string {
 }
 
 func (u *webUI) handleInboxEvents(w http.ResponseWriter, r *http.Request) {
-	local, err := checkLocalPart(r.PathValue("local"))
-	if err != nil {
+	local := r.PathValue("local")
+	if err := checkLocalPart(local); err != nil {
 		u.fail(w, r, err)
 		return
 	}
@@ -356,8 +345,8 @@ func (u *webUI) handleInboxEvents(w http.ResponseWriter, r *http.Request) {
 type clearPage struct{ Local string }
 
 func (u *webUI) handleClearPage(w http.ResponseWriter, r *http.Request) {
-	local, err := checkLocalPart(r.PathValue("local"))
-	if err != nil {
+	local := r.PathValue("local")
+	if err := checkLocalPart(local); err != nil {
 		u.fail(w, r, err)
 		return
 	}
@@ -365,8 +354,8 @@ func (u *webUI) handleClearPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *webUI) handleClear(w http.ResponseWriter, r *http.Request) {
-	local, err := checkLocalPart(r.PathValue("local"))
-	if err != nil {
+	local := r.PathValue("local")
+	if err := checkLocalPart(local); err != nil {
 		u.fail(w, r, err)
 		return
 	}

@@ -724,12 +724,12 @@ func TestCheckLocalPart(t *testing.T) {
 		"": "'to' is required.", "a b": "Invalid local part.", "a&to=b": "Invalid local part.", "a%41": "Invalid local part.",
 		"é": "Invalid local part.", strings.Repeat("a", 65): "Local part must be at most 64 characters.",
 	} {
-		got, err := checkLocalPart(in)
+		err := checkLocalPart(in)
 		switch {
-		case want == "" && (err != nil || got != in):
-			t.Errorf("checkLocalPart(%q) = %q, %v; want it back", in, got, err)
+		case want == "" && err != nil:
+			t.Errorf("checkLocalPart(%q) = %v; want nil", in, err)
 		case want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)):
-			t.Errorf("checkLocalPart(%q) = %q, %v; want an error %q", in, got, err, want)
+			t.Errorf("checkLocalPart(%q) = %v; want an error %q", in, err, want)
 		}
 	}
 }
