@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/emersion/go-message"
@@ -95,4 +98,23 @@ func defaultName(mediaType string, n int) string {
 		ext = ".bin"
 	}
 	return fmt.Sprintf("attachment-%d%s", n, ext)
+}
+
+// attachmentN returns the file of raw whose index is n, as a URL writes it
+// (decimal, no sign, no leading zeros).
+func attachmentN(raw []byte, n string) (attachment, bool) {
+	files := attachments(raw)
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 0 || i >= len(files) || n != strconv.Itoa(i) {
+		return attachment{}, false
+	}
+	return files[i], true
+}
+
+// writeAttachment sends a file always as a download, and sandboxed: an
+// HTML or SVG file from a stranger must never run as burner's page.
+func writeAttachment(w http.ResponseWriter, a attachment) {
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	writeBytes(w, a.ContentType, a.Data)
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"mime"
 	"net/http"
-	"strconv"
 )
 
 // The routes of this file serve what a test needs of a message beyond its
@@ -46,17 +44,12 @@ func (s *Server) handleAttachment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	files := attachments(raw)
-	n, err := strconv.Atoi(r.PathValue("n"))
-	if err != nil || n < 0 || n >= len(files) || r.PathValue("n") != strconv.Itoa(n) {
+	a, ok := attachmentN(raw, r.PathValue("n"))
+	if !ok {
 		writeError(w, http.StatusNotFound, "Attachment not found")
 		return
 	}
-	a := files[n]
-	// Always a download, never rendered on our origin: an HTML or SVG file
-	// from a stranger must not run as burner's page.
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
-	writeBytes(w, a.ContentType, a.Data)
+	writeAttachment(w, a)
 }
 
 func (s *Server) handleText(w http.ResponseWriter, r *http.Request) {

@@ -468,16 +468,12 @@ func (u *webUI) handleAttachment(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	files := attachments(raw)
-	n, err := strconv.Atoi(r.PathValue("n"))
-	if err != nil || n < 0 || n >= len(files) || r.PathValue("n") != strconv.Itoa(n) {
+	a, ok := attachmentN(raw, r.PathValue("n"))
+	if !ok {
 		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Attachment not found"})
 		return
 	}
-	a := files[n]
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	writeBytes(w, a.ContentType, a.Data)
+	writeAttachment(w, a)
 }
 
 // handleDelete deletes one email and goes back to the page it was deleted
