@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -76,6 +78,8 @@ type HTTPConfig struct {
 	IdleTimeout       duration `toml:"idle_timeout"`
 	MaxHeaderBytes    int      `toml:"max_header_bytes"`
 	MaxQueryBytes     int      `toml:"max_query_bytes"`
+	TLSCert           string   `toml:"tls_cert"`
+	TLSKey            string   `toml:"tls_key"`
 }
 
 type RetentionConfig struct {
@@ -86,8 +90,9 @@ type RetentionConfig struct {
 }
 
 type UIConfig struct {
-	Enabled bool `toml:"enabled"`
-	Public  bool `toml:"public"`
+	Enabled    bool `toml:"enabled"`
+	Public     bool `toml:"public"`
+	RequireTLS bool `toml:"require_tls"`
 }
 
 type LogConfig struct {
@@ -212,6 +217,9 @@ func (c Config) validate() error {
 	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
 		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))
 	}
+	if (c.HTTP.TLSCert == "") != (c.HTTP.TLSKey == "") {
+		errs = append(errs, errors.New("http.tls_cert and http.tls_key: set both or neither"))
+	}
 	for name, n := range map[string]int{
 		"smtp.max_connections": c.SMTP.MaxConnections, "smtp.max_line_length": c.SMTP.MaxLineLength,
 		"http.max_header_bytes": c.HTTP.MaxHeaderBytes, "http.max_query_bytes": c.HTTP.MaxQueryBytes,
@@ -274,13 +282,20 @@ func controlSocket(data string) string { return data + ".sock" }
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "burner",
-		Short:         "A self-hosted disposable-inbox appliance: SMTP in, REST API out, one bbolt file",
+		Use:   "burner",
+		Short: "A self-hosted disposable-inbox appliance: SMTP in, REST API out, one bbolt file",
+		Long: `burner receives mail over SMTP for its inbox domains, keeps it in one bbolt
+file and serves it through a REST API and a web UI.
+
+Settings come from the built-in defaults, then the config file, then the
+flags given. Every command but serve works whether or not "burner serve"
+runs: while it does, they talk to it over the control socket next to the
+data file (DATA.sock); otherwise they open the file themselves.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().String("config", "", "TOML config file (default ./"+defaultConfigFile+" when it exists, else built-in defaults)")
-	root.AddCommand(newServeCmd(), newKeysCmd(), newVersionCmd())
+	root.PersistentFlags().String("config", "", "the TOML config `FILE` (default ./"+defaultConfigFile+" when it exists, else the built-in defaults; see config.example.toml)")
+	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd())
 	return root
 }
 
@@ -310,7 +325,16 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the SMTP daemon and the HTTP API",
-		Args:  cobra.NoArgs,
+		Long: `Run the SMTP daemon, the HTTP API and web UI, and the control socket, on
+one data file. On its first start it creates an API key, named "default",
+and prints it once.
+
+Signals: SIGTERM or SIGINT stops taking mail, lets messages in flight
+commit, drains HTTP and closes the file. SIGHUP reloads the TLS
+certificate files (smtp.tls_cert, http.tls_cert) without dropping a
+connection; other settings need a restart. Under systemd (Type=notify)
+burner reports READY=1 once it serves and STOPPING=1 when it stops.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
 			if err != nil {
@@ -319,14 +343,14 @@ func newServeCmd() *cobra.Command {
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, cfg, log, cmd.ErrOrStderr())
+			return serve(ctx, cfg, log, cmd.ErrOrStderr(), os.Getenv("NOTIFY_SOCKET"))
 		},
 	}
 	f := cmd.Flags()
-	f.String("data", def.Data, "bbolt data file")
-	f.String("http", def.HTTP.Listen, "HTTP API listen address")
-	f.String("smtp", def.SMTP.Listen, "SMTP listen address")
-	f.StringArray("domain", nil, "inbox domain (repeat for several; default: accept any domain)")
+	addDataFlag(cmd)
+	f.String("http", def.HTTP.Listen, "the host:port `ADDR` the HTTP API and web UI listen on; overrides http.listen")
+	f.String("smtp", def.SMTP.Listen, "the host:port `ADDR` the SMTP daemon listens on (production: \":25\"); overrides smtp.listen")
+	f.StringArray("domain", nil, "an inbox `DOMAIN`; repeat for several; overrides smtp.domains (default: smtp.domains, else any domain)")
 	return cmd
 }
 
@@ -340,6 +364,10 @@ type app struct {
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
 	smtpDown              atomic.Bool // the SMTP server has stopped serving
+
+	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
+	hup                chan os.Signal // SIGHUP, from start until run returns
+	notifySocket       string         // $NOTIFY_SOCKET: systemd waits for READY=1 there
 }
 
 // smtpReady reports whether the SMTP listener still serves, for /healthz.
@@ -377,12 +405,14 @@ func newRegistry(db *storage.DB) *prometheus.Registry {
 }
 
 // serve runs burner until ctx is done or a server fails. Notices meant for
-// the operator (the first API key) go to notice.
-func serve(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) error {
+// the operator (the first API key) go to notice; systemd's notifications
+// go to notifySocket ($NOTIFY_SOCKET; "" when not under systemd).
+func serve(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer, notifySocket string) error {
 	a, err := start(ctx, cfg, log, notice)
 	if err != nil {
 		return err
 	}
+	a.notifySocket = notifySocket
 	return a.run(ctx)
 }
 
@@ -399,6 +429,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxAge:      cfg.Retention.MaxAge.Duration,
 		MaxPerInbox: cfg.Retention.MaxPerInbox,
 		MaxBytes:    cfg.Retention.MaxBytes,
+		Log:         log.With("component", "storage"),
 	})
 	if errors.Is(err, storage.ErrLocked) {
 		return nil, fmt.Errorf("%w: is another burner serving %s?", err, cfg.Data)
@@ -411,6 +442,23 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	}
 	if len(cfg.SMTP.Domains) == 0 {
 		log.Warn("smtp.domains is empty: accepting mail for any domain")
+	}
+	var smtpTLS *tls.Config
+	if cfg.SMTP.TLSCert != "" {
+		if a.smtpCert, err = loadCertificate(cfg.SMTP.TLSCert, cfg.SMTP.TLSKey); err != nil {
+			return nil, fmt.Errorf("smtp.tls_cert: %w", err)
+		}
+		smtpTLS = a.smtpCert.tlsConfig()
+	}
+	if cfg.HTTP.TLSCert != "" {
+		if a.httpCert, err = loadCertificate(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey); err != nil {
+			return nil, fmt.Errorf("http.tls_cert: %w", err)
+		}
+	}
+	for name, c := range map[string]*certificate{"smtp": a.smtpCert, "http": a.httpCert} {
+		if c != nil && time.Now().After(c.notAfter()) {
+			log.Warn("the TLS certificate has expired: renew it, then send SIGHUP", "server", name, "cert", c.certFile, "not_after", c.notAfter())
+		}
 	}
 	if a.smtpLn, err = net.Listen("tcp", cfg.SMTP.Listen); err != nil {
 		return nil, fmt.Errorf("smtp listen: %w", err)
@@ -436,10 +484,12 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		CommandTimeout:  cfg.SMTP.CommandTimeout.Duration,
 		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
 		MaxLineLength:   cfg.SMTP.MaxLineLength,
+		TLSConfig:       smtpTLS,
 	}, log.With("component", "smtpd"))
 	api := server.New(a.db, server.Options{
 		UI:            cfg.UI.Enabled,
 		Public:        cfg.UI.Public,
+		RequireTLS:    cfg.UI.RequireTLS,
 		Domains:       cfg.SMTP.Domains,
 		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
 		Metrics:       reg,
@@ -455,12 +505,22 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 	}
+	if a.httpCert != nil {
+		a.httpSrv.TLSConfig = a.httpCert.tlsConfig()
+	}
+	// No write timeout: a backup streams the whole file.
 	a.ctlSrv = &http.Server{Handler: api.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// From here on SIGHUP reloads certificates rather than ending burner.
+	a.hup = make(chan os.Signal, 1)
+	signal.Notify(a.hup, syscall.SIGHUP)
 	return a, nil
 }
 
 // close releases what start opened, for a start that failed half-way.
 func (a *app) close() {
+	if a.hup != nil {
+		signal.Stop(a.hup)
+	}
 	for _, ln := range []net.Listener{a.smtpLn, a.httpLn, a.ctlLn} {
 		if ln != nil {
 			ln.Close()
@@ -475,18 +535,29 @@ func (a *app) close() {
 // order and closes the data file.
 func (a *app) run(ctx context.Context) error {
 	defer a.db.Close() // 3. last, once nothing can write
-	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "http", a.httpLn.Addr().String(), "data", a.db.Path())
+	defer signal.Stop(a.hup)
+	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "smtp_starttls", a.smtpCert != nil,
+		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", a.db.Path())
 	errc := make(chan error, 3)
 	go func() {
 		err := a.mta.Serve(a.smtpLn)
 		a.smtpDown.Store(true)
 		errc <- err
 	}()
-	go func() { errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn)) }()
+	go func() {
+		if a.httpCert != nil {
+			errc <- ignoreClosed(a.httpSrv.ServeTLS(a.httpLn, "", "")) // the certificate comes from TLSConfig
+			return
+		}
+		errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn))
+	}()
 	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	swept := make(chan struct{})
-	go func() { defer close(swept); a.sweep(sweepCtx) }()
+	// The sweeper and the certificate reloader run until shutdown begins.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	swept, reloaded := make(chan struct{}), make(chan struct{})
+	go func() { defer close(swept); a.sweep(bgCtx) }()
+	go func() { defer close(reloaded); a.reloadOnHUP(bgCtx) }()
+	a.notify("READY=1\nSTATUS=Serving SMTP on " + a.smtpLn.Addr().String() + ", HTTP on " + a.httpLn.Addr().String())
 
 	var runErr error
 	select {
@@ -497,8 +568,10 @@ func (a *app) run(ctx context.Context) error {
 			runErr = errors.New("a server stopped unexpectedly")
 		}
 	}
-	stopSweep()
+	a.notify("STOPPING=1")
+	stopBackground()
 	<-swept
+	<-reloaded
 	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
@@ -509,8 +582,53 @@ func (a *app) run(ctx context.Context) error {
 	}
 	if err := a.ctlSrv.Shutdown(shutCtx); err != nil {
 		a.log.Warn("control shutdown", "err", err)
+		a.ctlSrv.Close() // a backup still streaming would hold the file open
 	}
 	return runErr
+}
+
+// notify tells systemd, when it runs burner, about a change of state.
+func (a *app) notify(state string) {
+	if err := sdNotify(a.notifySocket, state); err != nil {
+		a.log.Warn("systemd notification failed", "err", err)
+	}
+}
+
+// reloadOnHUP reloads the TLS certificates at every SIGHUP until ctx is
+// done, so that a renewed certificate is served without a restart.
+func (a *app) reloadOnHUP(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.hup:
+			a.reloadCertificates()
+		}
+	}
+}
+
+// reloadCertificates reads the certificate files again. New connections
+// get the new certificate; those up keep theirs. A pair that fails to load
+// leaves the old one in use.
+func (a *app) reloadCertificates() {
+	if a.smtpCert == nil && a.httpCert == nil {
+		a.log.Info("SIGHUP: no TLS certificate to reload")
+		return
+	}
+	for _, s := range []struct {
+		name string
+		cert *certificate
+	}{{"smtp", a.smtpCert}, {"http", a.httpCert}} {
+		if s.cert == nil {
+			continue
+		}
+		if err := s.cert.reload(); err != nil {
+			a.log.Error("TLS certificate reload failed: the old one stays in use", "server", s.name, "err", err)
+			continue
+		}
+		a.log.Info("TLS certificate reloaded", "server", s.name, "cert", s.cert.certFile,
+			"not_after", s.cert.notAfter().UTC().Format(time.RFC3339))
+	}
 }
 
 // sweep applies retention at every tick until ctx is done, and logs what
@@ -592,22 +710,250 @@ type keyStore interface {
 }
 
 // openKeyStore talks to the running server when there is one, since bbolt
-// lets only one process open the file; otherwise it opens the file itself.
+// lets only one process open the file; otherwise it opens the file itself,
+// creating it when needed.
 func openKeyStore(cmd *cobra.Command) (keyStore, func(), error) {
+	st, done, _, err := openStore(cmd, true)
+	return st, done, err
+}
+
+// store is what the CLI commands need of a data file: *storage.DB, or a
+// controlClient when a running server holds the file.
+type store interface {
+	keyStore
+	Stats(ctx context.Context) (storage.Stats, error)
+	Inboxes(ctx context.Context) ([]storage.Inbox, error)
+	Check(ctx context.Context) (storage.CheckReport, error)
+	Backup(ctx context.Context, w io.Writer) (int64, error)
+}
+
+// openStore returns the running server's control socket when it answers,
+// else the data file, opened; done releases it. Unless create, a data
+// file that does not exist is an error rather than a new empty file.
+func openStore(cmd *cobra.Command, create bool) (_ store, done func(), _ Config, _ error) {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, Config{}, err
 	}
 	sock := controlSocket(cfg.Data)
 	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
 		c.Close()
-		return newControlClient(sock), func() {}, nil
+		return newControlClient(sock), func() {}, cfg, nil
 	}
-	db, err := storage.Open(cfg.Data, storage.Options{})
+	if !create {
+		if _, err := os.Stat(cfg.Data); err != nil {
+			return nil, nil, Config{}, fmt.Errorf("data file: %w", err)
+		}
+	}
+	log := newLogger(cfg.Log, cmd.ErrOrStderr()).With("component", "storage")
+	db, err := storage.Open(cfg.Data, storage.Options{Log: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("open data file: %w", err)
+		return nil, nil, Config{}, fmt.Errorf("open data file: %w", err)
 	}
-	return db, func() { db.Close() }, nil
+	return db, func() { db.Close() }, cfg, nil
+}
+
+// dataFlagUsage explains --data, which every command has.
+const dataFlagUsage = "the bbolt data `FILE`; overrides data in the config file"
+
+func addDataFlag(cmd *cobra.Command) {
+	cmd.Flags().String("data", defaultConfig().Data, dataFlagUsage)
+}
+
+func newBackupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a consistent copy of the data file to FILE (\"-\": stdout), hot",
+		Long: `Write a consistent copy of the data file, as it is at the start of the
+command, to FILE; "-" writes it to stdout. While burner serves, the copy
+comes through the control socket and mail keeps arriving; otherwise the
+command reads the file itself.
+
+FILE is written under a temporary name, synced and renamed into place, so
+it is either the old FILE or a complete new copy. The copy is a data file
+like the original: to restore it, stop burner, copy it over the data file
+(owned by burner's user) and start burner again; "burner check --data FILE"
+verifies a copy first.`,
+		Example: `  burner backup /var/backups/burner/burner-$(date +%a).db
+  burner backup - | gzip > burner.db.gz`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			st, done, cfg, err := openStore(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if args[0] == "-" {
+				_, err := st.Backup(ctx, cmd.OutOrStdout())
+				return err
+			}
+			n, err := backupTo(ctx, st, cfg.Data, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Wrote a copy of %s (%s) to %s.\n", cfg.Data, formatBytes(n), args[0])
+			return nil
+		},
+	}
+	addDataFlag(cmd)
+	return cmd
+}
+
+// backupTo writes a backup of data to path: under a temporary name in
+// the same directory, synced, then renamed over path, so that path never
+// holds half a copy.
+func backupTo(ctx context.Context, st store, data, path string) (_ int64, err error) {
+	if a, err := filepath.Abs(data); err == nil {
+		if b, err := filepath.Abs(path); err == nil && a == b {
+			return 0, fmt.Errorf("backup: %s is the data file itself", path)
+		}
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*") // mode 0600
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	n, err := st.Backup(ctx, f)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	// The rename is durable once the directory is synced.
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return n, nil
+}
+
+func newCheckCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Verify the data file and report what it holds",
+		Long: `Verify the data file: bbolt's own consistency (every page reachable or
+free, once), then that burner's indexes agree with the emails (ids, inbox
+counts, shared messages and their sources, key hashes). Print the counts,
+and each problem found; exit with status 1 when there is one.
+
+While burner serves, the check runs inside it and holds the write lock
+until it is done: mail waits (it is not refused) for that time.
+"burner check --data COPY" checks a backup.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, done, cfg, err := openStore(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			r, err := st.Check(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s: schema version %d, %s\n", cfg.Data, r.SchemaVersion, formatBytes(r.FileBytes))
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nmessages\t%d\nkeys\t%d\n", r.Emails, r.Inboxes, r.Messages, r.Keys)
+			tw.Flush()
+			if r.OK() {
+				fmt.Fprintln(out, "OK: the file is consistent and burner's indexes agree with it.")
+				return nil
+			}
+			for _, p := range r.Problems {
+				fmt.Fprintln(out, "problem:", p)
+			}
+			if r.More > 0 {
+				fmt.Fprintf(out, "... and %d more\n", r.More)
+			}
+			return fmt.Errorf("%s: %d problem(s) found; restore a backup (docs/deploy.md)", cfg.Data, len(r.Problems)+r.More)
+		},
+	}
+	addDataFlag(cmd)
+	return cmd
+}
+
+func newStatsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show what the data file holds: emails, inboxes, size, oldest email, keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, done, _, err := openStore(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			s, err := st.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			oldest := "none"
+			if !s.Oldest.IsZero() {
+				oldest = fmt.Sprintf("%s (%s ago)", s.Oldest.UTC().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Second))
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, the data file)\noldest email\t%s\nkeys\t%d\n",
+				s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), oldest, s.Keys)
+			return tw.Flush()
+		},
+	}
+	addDataFlag(cmd)
+	return cmd
+}
+
+func newInboxesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inboxes",
+		Short: "List the inboxes that hold mail: name, number of emails, newest",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, done, _, err := openStore(cmd, false)
+			if err != nil {
+				return err
+			}
+			defer done()
+			ins, err := st.Inboxes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "INBOX\tEMAILS\tNEWEST")
+			for _, in := range ins {
+				fmt.Fprintf(tw, "%s\t%d\t%s\n", in.Name, in.Emails, in.Newest.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	addDataFlag(cmd)
+	return cmd
+}
+
+// formatBytes writes n in binary units, as people read file sizes.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func newKeysCmd() *cobra.Command {
@@ -615,7 +961,7 @@ func newKeysCmd() *cobra.Command {
 		Use:   "keys",
 		Short: "Manage API keys (works whether or not the server runs)",
 	}
-	keys.PersistentFlags().String("data", defaultConfig().Data, "bbolt data file")
+	keys.PersistentFlags().String("data", defaultConfig().Data, dataFlagUsage)
 
 	create := &cobra.Command{
 		Use:   "create --name NAME",
@@ -636,7 +982,7 @@ func newKeysCmd() *cobra.Command {
 			return nil
 		},
 	}
-	create.Flags().String("name", "", "a name for the key (unique)")
+	create.Flags().String("name", "", "a unique `NAME` for the key, to list and revoke it by (required)")
 	create.MarkFlagRequired("name")
 
 	list := &cobra.Command{
@@ -691,17 +1037,21 @@ func newKeysCmd() *cobra.Command {
 	return keys
 }
 
-// controlClient manages keys through a running server's control socket.
-type controlClient struct{ http *http.Client }
+// controlClient manages a running server through its control socket.
+type controlClient struct {
+	http *http.Client // for quick requests
+	slow *http.Client // for a backup or a check: no time limit
+}
 
 func newControlClient(sock string) controlClient {
-	return controlClient{http: &http.Client{
-		Timeout: 10 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}},
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
 	}}
+	return controlClient{
+		http: &http.Client{Timeout: 10 * time.Second, Transport: tr},
+		slow: &http.Client{Transport: tr},
+	}
 }
 
 // keyJSON is the control socket's wire form of a key.
@@ -750,13 +1100,104 @@ func (c controlClient) RevokeKey(ctx context.Context, idOrName string) (storage.
 	return k.key(), nil
 }
 
+// statsJSON, inboxJSON and checkJSON are the control socket's wire forms
+// of what the administration commands show.
+type statsJSON struct {
+	Emails    int        `json:"emails"`
+	Inboxes   int        `json:"inboxes"`
+	Keys      int        `json:"keys"`
+	FileBytes int64      `json:"fileBytes"`
+	Oldest    *time.Time `json:"oldest"`
+}
+
+type inboxJSON struct {
+	Name   string    `json:"name"`
+	Emails int       `json:"emails"`
+	Newest time.Time `json:"newest"`
+}
+
+type checkJSON struct {
+	SchemaVersion int      `json:"schemaVersion"`
+	FileBytes     int64    `json:"fileBytes"`
+	Emails        int      `json:"emails"`
+	Inboxes       int      `json:"inboxes"`
+	Messages      int      `json:"messages"`
+	Keys          int      `json:"keys"`
+	Problems      []string `json:"problems"`
+	More          int      `json:"more"`
+}
+
+func (c controlClient) Stats(ctx context.Context) (storage.Stats, error) {
+	var s statsJSON
+	if err := c.do(ctx, http.MethodGet, "/stats", nil, &s); err != nil {
+		return storage.Stats{}, err
+	}
+	out := storage.Stats{Emails: s.Emails, Inboxes: s.Inboxes, Keys: s.Keys, FileBytes: s.FileBytes}
+	if s.Oldest != nil {
+		out.Oldest = *s.Oldest
+	}
+	return out, nil
+}
+
+func (c controlClient) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
+	var ins []inboxJSON
+	if err := c.do(ctx, http.MethodGet, "/inboxes", nil, &ins); err != nil {
+		return nil, err
+	}
+	out := make([]storage.Inbox, len(ins))
+	for i, in := range ins {
+		out[i] = storage.Inbox{Name: in.Name, Emails: in.Emails, Newest: in.Newest}
+	}
+	return out, nil
+}
+
+func (c controlClient) Check(ctx context.Context) (storage.CheckReport, error) {
+	var r checkJSON
+	if err := c.doWith(ctx, c.slow, http.MethodGet, "/check", nil, &r); err != nil {
+		return storage.CheckReport{}, err
+	}
+	return storage.CheckReport{
+		SchemaVersion: r.SchemaVersion, FileBytes: r.FileBytes, Emails: r.Emails, Inboxes: r.Inboxes,
+		Messages: r.Messages, Keys: r.Keys, Problems: r.Problems, More: r.More,
+	}, nil
+}
+
+// Backup copies the server's snapshot of the file to w. The server sends
+// its size first, so a copy cut short is an error, not a short file.
+func (c controlClient) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://burner/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.slow.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("control socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("server: %s", resp.Status)
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("control socket: %w", err)
+	}
+	if n != resp.ContentLength {
+		return n, fmt.Errorf("control socket: the copy ended after %d of %d bytes", n, resp.ContentLength)
+	}
+	return n, nil
+}
+
 func (c controlClient) do(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.doWith(ctx, c.http, method, path, body, out)
+}
+
+func (c controlClient) doWith(ctx context.Context, hc *http.Client, method, path string, body []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, "http://burner"+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
 	}

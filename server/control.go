@@ -49,6 +49,13 @@ func (s *Server) controlRoutes() http.Handler {
 	// The CLI path-escapes the segment, so a name may hold any character.
 	mux.HandleFunc("DELETE /keys/{idOrName}", s.handleRevokeKey)
 	mux.HandleFunc("/keys/{idOrName}", methodNotAllowed("DELETE"))
+	// Administration (control_admin.go).
+	for path, h := range map[string]http.HandlerFunc{
+		"/backup": s.handleBackup, "/stats": s.handleStats, "/inboxes": s.handleInboxes, "/check": s.handleCheck,
+	} {
+		mux.HandleFunc("GET "+path, h)
+		mux.HandleFunc(path, methodNotAllowed("GET, HEAD"))
+	}
 	mux.HandleFunc("/", notFound)
 	return mux
 }

@@ -23,6 +23,9 @@ type Options struct {
 	// Public lets anyone read inboxes in the UI without an API key
 	// (ui.public).
 	Public bool
+	// RequireTLS makes the UI's login page refuse plain HTTP, except from
+	// this machine (ui.require_tls; ui_tls.go).
+	RequireTLS bool
 	// Domains are the inbox domains (smtp.domains); the UI shows an
 	// inbox's full addresses with them.
 	Domains []string
@@ -118,7 +121,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("/metrics", methodNotAllowed("GET, HEAD"))
 	}
 	if s.opts.UI {
-		mux.Handle("/", s.ui()) // the web UI (SPEC §5), ui.go
+		mux.Handle("/", s.loginOverTLS(s.ui())) // the web UI (SPEC §5), ui.go
 	} else {
 		mux.HandleFunc("/", notFound)
 	}

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 // the data file; bbolt allows one process per file.
 var ErrLocked = errors.New("storage: data file is in use by another process")
 
-// schemaVersion is written to the meta bucket of every new file. Open refuses
-// a file written by a newer layout rather than misreading it.
-const schemaVersion = 1
+// schemaVersion is written to the meta bucket of every new file. Open
+// upgrades an older file in place (migrate.go) and refuses one written by a
+// newer layout rather than misreading it. Adding a step to migrations bumps it.
+const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // records.go for emails, ids, inboxes, contents and raw; keys.go for keys and keyhashes.
@@ -50,6 +52,9 @@ type Options struct {
 	// MaxBytes caps the data in the file: past it Deliver returns ErrFull.
 	// 0 means no cap.
 	MaxBytes int64
+	// Log receives what Open does to the file beyond opening it: schema
+	// migrations. Nil discards it.
+	Log *slog.Logger
 }
 
 // DB is an open burner data file. It is safe for concurrent use.
@@ -89,7 +94,10 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if err := initBuckets(bdb); err != nil {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := initBuckets(bdb, opts.Log); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -108,20 +116,17 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-func initBuckets(bdb *bolt.DB) error {
+// initBuckets brings the file to schemaVersion, running the migrations an
+// older file needs, and creates the buckets of the current layout.
+func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
+	if err := migrate(bdb, migrations[:], log); err != nil {
+		return err
+	}
 	return bdb.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		v := meta.Get(keySchema)
-		if v == nil {
-			return meta.Put(keySchema, []byte{schemaVersion})
-		}
-		if len(v) != 1 || v[0] > schemaVersion {
-			return fmt.Errorf("data file has schema version %d; this burner reads up to %d: upgrade burner", v[0], schemaVersion)
 		}
 		return nil
 	})

@@ -1,0 +1,77 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNewerSchema means the data file was written by a newer burner, whose
+// layout this one cannot read: Open refuses it rather than misread it.
+var ErrNewerSchema = errors.New("storage: the data file was written by a newer burner; run that version or a later one")
+
+// A migration upgrades a data file by one schema version. It runs in one
+// transaction, which also records the new version: a crash leaves the file
+// at the old version or the new one, never between.
+type migration struct {
+	name string
+	run  func(tx *bolt.Tx) error
+}
+
+// migrations[v-1] takes a file from schema version v to v+1, and
+// schemaVersion is len(migrations)+1: adding a step is adding its line.
+// A step must not use the helpers of the current layout for what it
+// reads, since the layout may change again after it.
+var migrations = [...]migration{
+	// {"compress raw messages", compressRaw}, // 1 -> 2, for example
+}
+
+// migrate brings the file to schema version len(steps)+1. A new file is
+// stamped with it; an older one is upgraded one step at a time, each step
+// logged; a newer one is refused with ErrNewerSchema.
+func migrate(bdb *bolt.DB, steps []migration, log *slog.Logger) error {
+	target := len(steps) + 1
+	var version int
+	err := bdb.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		v := meta.Get(keySchema)
+		if v == nil { // a new file
+			version = target
+			return meta.Put(keySchema, []byte{byte(target)})
+		}
+		if len(v) != 1 || v[0] == 0 {
+			return fmt.Errorf("unreadable schema version %x: is this a burner data file?", v)
+		}
+		version = int(v[0])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if version > target {
+		return fmt.Errorf("data file has schema version %d, but this burner reads versions up to %d: %w", version, target, ErrNewerSchema)
+	}
+	for ; version < target; version++ {
+		step, from, to := steps[version-1], version, version+1
+		start := time.Now()
+		log.Info("migrating the data file", "from_version", from, "to_version", to, "step", step.name)
+		err := bdb.Update(func(tx *bolt.Tx) error {
+			if err := step.run(tx); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMeta).Put(keySchema, []byte{byte(to)})
+		})
+		if err != nil {
+			return fmt.Errorf("migrate schema version %d to %d (%s): %w", from, to, step.name, err)
+		}
+		log.Info("data file migrated", "from_version", from, "to_version", to, "step", step.name,
+			"duration_ms", time.Since(start).Milliseconds())
+	}
+	return nil
+}
