@@ -114,21 +114,23 @@ func (s *Server) ui() http.Handler {
 	} {
 		pages.HandleFunc(rt.method+" "+rt.path, rt.h)
 	}
-	for p, allow := range map[string]string{
-		"/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD",
-		"/inbox/{local}/clear": "GET, HEAD, POST", "/email/{id}": "GET, HEAD", "/email/{id}/raw": "GET, HEAD",
-		"/email/{id}/download": "GET, HEAD", "/email/{id}/attachments/{n}": "GET, HEAD", "/email/{id}/delete": "POST",
-	} {
-		pages.HandleFunc(p, u.methodNotAllowed(allow))
-	}
-	pages.HandleFunc("/", u.notFound)
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /static/{name}", u.handleStatic)
 	mux.HandleFunc("GET /login", u.handleLoginPage)
 	mux.HandleFunc("POST /login", u.handleLogin)
-	mux.HandleFunc("/login", u.methodNotAllowed("GET, HEAD, POST"))
-	mux.Handle("/", u.requireSession(pages))
+	mux.HandleFunc("/login", methodNotAllowed("GET, HEAD, POST"))
+	// Only the UI's own paths ask for a session; any other path is the
+	// JSON 404 and a wrong method the JSON 405 of SPEC §4, as on the API.
+	protected := u.requireSession(pages)
+	for p, allow := range map[string]string{
+		"/{$}": "GET, HEAD", "/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD",
+		"/inbox/{local}/clear": "GET, HEAD, POST", "/email/{id}": "GET, HEAD", "/email/{id}/raw": "GET, HEAD",
+		"/email/{id}/download": "GET, HEAD", "/email/{id}/attachments/{n}": "GET, HEAD", "/email/{id}/delete": "POST",
+	} {
+		pages.HandleFunc(p, methodNotAllowed(allow))
+		mux.Handle(p, protected)
+	}
+	mux.HandleFunc("/", notFound)
 
 	// The CSRF tokens of the forms are the defence; refusing what the
 	// browser itself marks as cross-site (Sec-Fetch-Site, Origin) is a
@@ -201,17 +203,6 @@ func (u *webUI) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-func (u *webUI) notFound(w http.ResponseWriter, r *http.Request) {
-	u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Page not found."})
-}
-
-func (u *webUI) methodNotAllowed(allow string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", allow)
-		u.render(w, r, http.StatusMethodNotAllowed, "error", errorPage{Message: "Method not allowed."})
-	}
-}
-
 func (u *webUI) staticURL(name string) (string, error) {
 	f, ok := u.static[name]
 	if !ok {
@@ -223,7 +214,7 @@ func (u *webUI) staticURL(name string) (string, error) {
 func (u *webUI) handleStatic(w http.ResponseWriter, r *http.Request) {
 	f, ok := u.static[r.PathValue("name")]
 	if !ok {
-		u.notFound(w, r)
+		notFound(w, r)
 		return
 	}
 	if r.URL.Query().Get("v") == f.hash {

@@ -121,10 +121,11 @@ func TestUIRequiresLogin(t *testing.T) {
 		"/inbox/alice?q=x":    "/login?next=%2Finbox%2Falice%3Fq%3Dx",
 		"/email/" + zeroUUID:  "/login?next=%2Femail%2F" + zeroUUID,
 		"/inbox/alice/events": "/login?next=%2Finbox%2Falice%2Fevents",
-		"/no/such/page":       "/login?next=%2Fno%2Fsuch%2Fpage",
 	} {
 		wantRedirect(t, "GET "+path+" without a session", u.get(path), next)
 	}
+	// A path that is no page is the JSON 404 of SPEC §4, session or not.
+	wantJSON(t, "GET /no/such/page without a session", u.get("/no/such/page"), http.StatusNotFound, `{"error":"Not found."}`)
 	wantRedirect(t, "POST /logout without a session", u.post("/logout", nil), "/login")
 	wantPage(t, "GET /login", u.get("/login"), http.StatusOK, `<label for="key">API key</label>`, `type="password"`)
 }
@@ -649,9 +650,10 @@ func TestUIStatic(t *testing.T) {
 
 func TestUIRoutes(t *testing.T) {
 	u := newUI(t, Options{Public: true})
-	wantPage(t, "GET /nope", u.get("/nope"), http.StatusNotFound, "Page not found.")
+	// SPEC §4: unknown paths and wrong methods get JSON, beside the UI too.
+	wantJSON(t, "GET /nope", u.get("/nope"), http.StatusNotFound, `{"error":"Not found."}`)
 	res := u.post("/email/"+zeroUUID, url.Values{"csrf": {u.csrf("/inbox/x/clear")}})
-	wantPage(t, "POST an email page", res, http.StatusMethodNotAllowed, "Method not allowed.")
+	wantJSON(t, "POST an email page", res, http.StatusMethodNotAllowed, `{"error":"Method not allowed."}`)
 	if got := res.header.Get("Allow"); got != "GET, HEAD" {
 		t.Errorf("POST an email page: Allow %q, want GET, HEAD", got)
 	}
