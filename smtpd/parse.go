@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/emersion/go-message"
@@ -471,31 +472,36 @@ var hiddenElements = map[string]bool{"script": true, "style": true, "title": tru
 // one line per block with runs of white space made one space, and the
 // distinct link targets of its <a> elements, in order.
 func visibleText(body string) (text string, links []string) {
-	var b strings.Builder
-	seen := map[string]bool{}
+	b := make([]byte, 0, len(body))
+	var seen map[string]bool
 	hidden, pre := 0, 0
 	z := xhtml.NewTokenizer(strings.NewReader(body))
 	for {
 		tt := z.Next()
 		switch tt {
 		case xhtml.ErrorToken:
-			return tidyLines(b.String()), links
+			return tidyLines(b), links
 		case xhtml.TextToken:
 			if hidden > 0 {
 				continue
 			}
-			s := string(z.Text())
-			if pre == 0 {
-				s = strings.ReplaceAll(s, "\n", " ")
+			t := z.Text()
+			if pre > 0 {
+				b = append(b, t...)
+				continue
 			}
-			b.WriteString(s)
+			for _, c := range t {
+				if c == '\n' {
+					c = ' '
+				}
+				b = append(b, c)
+			}
 		case xhtml.StartTagToken, xhtml.EndTagToken, xhtml.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
-			tag := string(name)
-			if blockElements[tag] {
-				b.WriteByte('\n')
+			if blockElements[string(name)] {
+				b = append(b, '\n')
 			}
-			switch {
+			switch tag := string(name); {
 			case hiddenElements[tag] && tt == xhtml.StartTagToken:
 				hidden++
 			case hiddenElements[tag] && tt == xhtml.EndTagToken && hidden > 0:
@@ -508,7 +514,11 @@ func visibleText(body string) (text string, links []string) {
 				for hasAttr {
 					var key, val []byte
 					key, val, hasAttr = z.TagAttr()
-					if href := string(val); string(key) == "href" && href != "" && !seen[href] {
+					if string(key) == "href" && len(val) > 0 && !seen[string(val)] {
+						if seen == nil {
+							seen = map[string]bool{}
+						}
+						href := string(val)
 						seen[href] = true
 						links = append(links, href)
 					}
@@ -519,23 +529,51 @@ func visibleText(body string) (text string, links []string) {
 }
 
 // tidyLines makes each line of s its words joined by single spaces, and
-// drops the lines left empty.
-func tidyLines(s string) string {
-	var out []string
-	for line := range strings.SplitSeq(s, "\n") {
-		if words := strings.Fields(line); len(words) > 0 {
-			out = append(out, strings.Join(words, " "))
+// drops the lines left empty: strings.Fields of each line, joined, in one
+// pass.
+func tidyLines(s []byte) string {
+	out := make([]byte, 0, len(s))
+	for len(s) > 0 {
+		line := s
+		if i := bytes.IndexByte(s, '\n'); i >= 0 {
+			line, s = s[:i], s[i+1:]
+		} else {
+			s = nil
+		}
+		words, space := false, false
+		for i := 0; i < len(line); {
+			r, n := rune(line[i]), 1
+			if r >= utf8.RuneSelf {
+				r, n = utf8.DecodeRune(line[i:])
+			}
+			if unicode.IsSpace(r) {
+				space = true
+			} else {
+				switch {
+				case !words && len(out) > 0:
+					out = append(out, '\n')
+				case words && space:
+					out = append(out, ' ')
+				}
+				out = append(out, line[i:i+n]...)
+				words, space = true, false
+			}
+			i += n
 		}
 	}
-	return strings.Join(out, "\n")
+	return string(out)
 }
+
+// newlines is normalizeNewlines' Replacer, built once: a Replacer is safe
+// for concurrent use.
+var newlines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 // normalizeNewlines turns CRLF and lone CR line endings into LF.
 func normalizeNewlines(s string) string {
 	if !strings.Contains(s, "\r") {
 		return s
 	}
-	return strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(s)
+	return newlines.Replace(s)
 }
 
 // joinNonEmpty joins the non-empty of a and b with a newline.

@@ -397,14 +397,26 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// BenchmarkParse parses and sanitizes a message: the small one of the
+// golden files, and a realistic 4 KB newsletter of the load generator.
 func BenchmarkParse(b *testing.B) {
-	raw := mustRead(b, "testdata/multipart-alternative.eml")
-	p := newParser()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := p.parse(raw, goldenEnvelope); err != nil {
-			b.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"golden", mustRead(b, "testdata/multipart-alternative.eml")},
+		{"newsletter", newMailGen(b, 1).message("bench0@inbox.test")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := newParser()
+			b.SetBytes(int64(len(tc.raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(tc.raw, goldenEnvelope); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -417,5 +429,23 @@ func TestParseHeaders(t *testing.T) {
 	want := []storage.Header{{Name: "From", Value: "a@example.com"}, {Name: "X-Test-Run", Value: "42"}, {Name: "X-Label", Value: "café"}, {Name: "Subject", Value: "s"}}
 	if fmt.Sprint(m.Headers) != fmt.Sprint(want) {
 		t.Errorf("parse(%q).Headers = %v, want %v", raw, m.Headers, want)
+	}
+}
+
+// TestTidyLines checks tidyLines against its definition: strings.Fields of
+// each line, the lines with words joined by newlines.
+func TestTidyLines(t *testing.T) {
+	for _, s := range []string{
+		"", "\n\n", "a", " a  b \n\n c\t\td \n", "x\u00a0y\u2003z\u0085w", "\xff \xfe\n\xc3", "  \n  lead\ntrail  ",
+	} {
+		var want []string
+		for line := range strings.SplitSeq(s, "\n") {
+			if words := strings.Fields(line); len(words) > 0 {
+				want = append(want, strings.Join(words, " "))
+			}
+		}
+		if got := tidyLines([]byte(s)); got != strings.Join(want, "\n") {
+			t.Errorf("tidyLines(%q) = %q, want %q", s, got, strings.Join(want, "\n"))
+		}
 	}
 }

@@ -54,6 +54,11 @@ type Server struct {
 	// inflight counts DATA commands between the end of data and their
 	// reply, so that Shutdown can wait for their commits.
 	inflight sync.WaitGroup
+
+	// buffers holds the *bytes.Buffer that DATA reads messages into: a
+	// message is parsed and stored (storage copies what it keeps) before
+	// the reply, so its buffer serves the next one.
+	buffers sync.Pool
 }
 
 // New returns a daemon that stores mail in db.
@@ -186,6 +191,10 @@ var errDataAborted = &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{
 // client has made room.
 var errStorageFull = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 3, 1}, Message: "Insufficient system storage, try again later"}
 
+// maxPooledBuffer bounds the DATA buffers kept for reuse: most mail is a
+// few KB, and one 10 MB message should not pin 10 MB.
+const maxPooledBuffer = 1 << 20
+
 // errTempStorage answers DATA when the commit failed: the sender keeps the
 // message and retries.
 var errTempStorage = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Temporary storage failure, try again later"}
@@ -195,8 +204,17 @@ func (ss *session) Data(r io.Reader) (err error) {
 	// go-smtp's read deadline, set when it read the DATA command, would
 	// otherwise bound the whole message by the command timeout.
 	ss.conn.Conn().SetReadDeadline(start.Add(ss.srv.dataTimeout))
-	var buf bytes.Buffer
-	ss.writeReceived(&buf, start)
+	buf, _ := ss.srv.buffers.Get().(*bytes.Buffer)
+	if buf == nil {
+		buf = new(bytes.Buffer)
+	}
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			ss.srv.buffers.Put(buf)
+		}
+	}()
+	ss.writeReceived(buf, start)
 	if _, err := buf.ReadFrom(r); err != nil {
 		var smtpErr *smtp.SMTPError
 		if errors.As(err, &smtpErr) {

@@ -213,28 +213,6 @@ func TestStorageFailureIs451(t *testing.T) {
 	}
 }
 
-func BenchmarkIngest(b *testing.B) {
-	db := openDB(b)
-	addr := startDaemon(b, db, Options{})
-	msg := []byte("From: Bench <bench@sender.test>\r\nSubject: benchmark\r\nContent-Type: text/plain\r\n\r\n" + strings.Repeat("A line of benchmark text.\r\n", 150))
-	b.SetBytes(int64(len(msg)))
-	b.SetParallelism(2) // 2 x GOMAXPROCS connections
-	b.RunParallel(func(pb *testing.PB) {
-		c, err := smtp.Dial(addr)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer c.Close()
-		for i := 0; pb.Next(); i++ {
-			if err := c.SendMail("bench@sender.test", []string{fmt.Sprintf("in%d@inbox.test", i%100)}, strings.NewReader(string(msg))); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-}
-
 func TestTooManyConnections(t *testing.T) {
 	db := openDB(t)
 	addr := startDaemon(t, db, Options{MaxConnections: 2})

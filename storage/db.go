@@ -65,6 +65,8 @@ type DB struct {
 	maxPerInbox int
 	maxBytes    int64
 
+	commits committer // the group commit of Deliver
+
 	notifyMu sync.Mutex
 	waiting  map[string]chan struct{} // inbox name -> closed at its next delivery
 

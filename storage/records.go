@@ -3,10 +3,15 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/text/cases"
 )
 
@@ -16,7 +21,7 @@ import (
 //	ids:      uuid (16 bytes)                                         -> emails key
 //	inboxes:  lower(localpart)                                        -> be64(number of emails)
 //	contents: be64(content seq)                                       -> content record
-//	raw:      be64(content seq)                                       -> the message as received
+//	raw:      be64(content seq)                                       -> the cold section (below)
 //
 // A local part never contains 0x00, so "alice" 0x00 is a prefix of alice's
 // keys only (not of "alice+x" or "alicf"), and within it keys sort by time,
@@ -33,18 +38,36 @@ import (
 //
 //	version(1) flags(1) id(16) contentKey(8) uvarint-prefixed: to, from, fromName, subject
 //
-// and a content record is
+// and a content record is uvarint(refs) flags(1) and, with flagCompact (every
+// record written since the layout of docs/performance.md), what List and
+// Email read, in two s2 blocks (github.com/klauspost/compress/s2):
 //
-//	uvarint(refs) flags(1) uvarint-prefixed body
-//	uvarint(number of headers) uvarint-prefixed: lower(name), fold(value) for each
+//	uvarint-prefixed s2 block: the search text, the Text case-folded, each line once
+//	s2 block, with the search text as its dictionary, to the end: the body section,
+//	    uvarint-prefixed body
+//	    uvarint(number of fields) uvarint-prefixed: name, value for each header field
+//
+// A body filter or a search decodes the first block alone: about half a
+// microsecond for a newsletter's. The raw value of a compact record holds
+// what only Raw and Content read, the cold section, in a zstd frame whose
+// raw dictionary (coldDictID) is the text and body section decoded, which
+// the raw source mostly repeats:
+//
 //	uvarint-prefixed plain text
 //	uvarint(number of links) uvarint-prefixed link for each
-//	the case-folded search text, to the end
+//	the message as received, to the end
+//
+// A content record without flagCompact was written before (it is read,
+// never written): after its flags come a uvarint-prefixed body, the header
+// section (names lower-cased, values folded), a uvarint-prefixed plain
+// text, the links section and the search text to the end; its raw value
+// is the message as received.
 const (
 	emailVersion   = 1
 	flagRead       = 1 << 0
 	flagHasSubject = 1 << 1
-	flagHasBody    = 1 << 0
+	flagHasBody    = 1 << 0     // content record: the message has a body
+	flagCompact    = 1 << 1     // content record: s2 blocks, with the cold section in raw
 	emailFixedLen  = 2 + 16 + 8 // version, flags, id, content key
 )
 
@@ -121,33 +144,58 @@ func encodeEmail(e *Email, id uuid.UUID, ckey []byte) []byte {
 	return b
 }
 
+// emailView is an email record read in place: its slices point into the
+// record, valid only inside the transaction, so that a filter can reject
+// an email without allocating.
+type emailView struct {
+	flags                       byte
+	id, ckey                    []byte
+	to, from, fromName, subject []byte // subject is nil when the email has none
+}
+
+func viewEmail(rec []byte) (emailView, error) {
+	if len(rec) < emailFixedLen || rec[0] != emailVersion {
+		return emailView{}, errCorrupt
+	}
+	v := emailView{flags: rec[1], id: rec[2:18], ckey: rec[18:26]}
+	rest := rec[emailFixedLen:]
+	for _, f := range []*[]byte{&v.to, &v.from, &v.fromName, &v.subject} {
+		var ok bool
+		if *f, rest, ok = cutString(rest); !ok {
+			return emailView{}, errCorrupt
+		}
+	}
+	if v.flags&flagHasSubject == 0 {
+		v.subject = nil
+	}
+	return v, nil
+}
+
+// email returns the Email of the record at key, without its body.
+func (v *emailView) email(key []byte) Email {
+	e := Email{
+		ID:         uuid.UUID(v.id).String(),
+		To:         string(v.to),
+		From:       string(v.from),
+		FromName:   string(v.fromName),
+		ReceivedAt: keyTime(key),
+		Read:       v.flags&flagRead != 0,
+	}
+	if v.subject != nil {
+		s := string(v.subject)
+		e.Subject = &s
+	}
+	return e
+}
+
 // decodeEmail decodes an email record (without its body) and returns the key
 // of its content record.
 func decodeEmail(key, rec []byte) (Email, []byte, error) {
-	if len(rec) < emailFixedLen || rec[0] != emailVersion || len(key) < 17 {
+	v, err := viewEmail(rec)
+	if err != nil || len(key) < 17 {
 		return Email{}, nil, errCorrupt
 	}
-	flags := rec[1]
-	e := Email{
-		ID:         uuid.UUID(rec[2:18]).String(),
-		ReceivedAt: keyTime(key),
-		Read:       flags&flagRead != 0,
-	}
-	ckey := bytes.Clone(rec[18:26])
-	rest := rec[emailFixedLen:]
-	var fields [4][]byte
-	for i := range fields {
-		var ok bool
-		if fields[i], rest, ok = cutString(rest); !ok {
-			return Email{}, nil, errCorrupt
-		}
-	}
-	e.To, e.From, e.FromName = string(fields[0]), string(fields[1]), string(fields[2])
-	if flags&flagHasSubject != 0 {
-		s := string(fields[3])
-		e.Subject = &s
-	}
-	return e, ckey, nil
+	return v.email(key), bytes.Clone(v.ckey), nil
 }
 
 // recordContentKey returns the content key of an email record.
@@ -156,83 +204,358 @@ func recordContentKey(rec []byte) []byte { return rec[18:26] }
 // recordID returns the id of an email record.
 func recordID(rec []byte) []byte { return rec[2:18] }
 
-func encodeContent(refs int, msg *Message) []byte {
-	var flags byte
+// encodeContent returns the content record of msg, stored for refs emails,
+// and its raw value.
+func encodeContent(refs int, msg *Message) (rec, raw []byte) {
+	flags := byte(flagCompact)
 	body := ""
 	if msg.Body != nil {
 		flags |= flagHasBody
 		body = *msg.Body
 	}
-	b := binary.AppendUvarint(make([]byte, 0, 16+len(body)+len(msg.Text)), uint64(refs))
-	b = append(b, flags)
-	b = appendString(b, body)
-	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
-	for _, h := range msg.Headers {
-		b = appendString(b, strings.ToLower(h.Name))
-		b = appendString(b, fold(h.Value))
-	}
-	b = appendString(b, msg.Plain)
-	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
-	for _, l := range msg.Links {
-		b = appendString(b, l)
-	}
-	return append(b, fold(msg.Text)...)
+	// hot is the text and the body section, decoded: the dictionary of
+	// the body section (the text) and of the raw value (all of it).
+	hot := appendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
+	text := hot[:len(hot):len(hot)]
+	hot = appendString(hot, body)
+	// Header fields as given: the raw source, compressed with hot as its
+	// dictionary, holds them in the same case.
+	hot = appendHeaders(hot, msg.Headers)
+	section := hot[len(text):]
+
+	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(text))+s2.MaxEncodedLen(len(section))), uint64(refs))
+	rec = append(rec, flags)
+	// The text is decoded far more often than it is encoded, and the
+	// better encoder saves 3% of it: with two hot sections a page, that
+	// is enough to keep most pairs in one (docs/performance.md).
+	rec = appendBytes(rec, s2.EncodeBetter(nil, text))
+	rec = append(rec, encodeSection(text, section)...)
+	return rec, encodeCold(hot, msg)
 }
 
-// content is a decoded content record. Its slices point into the record
-// and are valid only inside the transaction: List copies a body only once
-// the email matches.
+// appendHeaders appends a header section: uvarint(number of fields), then
+// uvarint-prefixed name and value of each.
+func appendHeaders(b []byte, hs []Header) []byte {
+	b = binary.AppendUvarint(b, uint64(len(hs)))
+	for _, h := range hs {
+		b = appendString(b, h.Name)
+		b = appendString(b, h.Value)
+	}
+	return b
+}
+
+// encodeSection compresses the body section with the text as its
+// dictionary. s2's dictionary encoder is young (no assembly, little use)
+// and its output is the only copy of the body: so encodeSection decodes it
+// once, and if that does not give the section back it compresses without
+// the dictionary, which decodes with or without one.
+func encodeSection(text, section []byte) []byte {
+	d := textDict(text)
+	if d == nil {
+		return s2.Encode(nil, section)
+	}
+	enc := d.Encode(nil, section)
+	if dec, err := d.Decode(nil, enc); err != nil || !bytes.Equal(dec, section) {
+		return s2.Encode(nil, section)
+	}
+	return enc
+}
+
+// textDict returns the s2 dictionary of a body section: the search text,
+// or its last s2.MaxDictSize bytes; nil when it is too short to be one.
+func textDict(text []byte) *s2.Dict {
+	if len(text) < s2.MinDictSize {
+		return nil
+	}
+	if len(text) > s2.MaxDictSize {
+		text = text[len(text)-s2.MaxDictSize:]
+	}
+	return s2.MakeDictManual(text, 0)
+}
+
+// coldDictID names the dictionary of raw values in their zstd frames.
+const coldDictID = 1
+
+// minColdDict is the shortest hot section used as a dictionary.
+const minColdDict = 16
+
+// coldWindow is the zstd window of raw values: enough to reach from any
+// part of a message's cold section to its dictionary, unless the message is
+// huge. The default (8 MB) made each encoder 9 MB; this one, 1.7 MB.
+const coldWindow = 128 << 10
+
+// zstd coders are costly to make (their tables and window take 1.7 MB) and
+// cheap to reset: a few are kept for reuse, in free lists that a garbage
+// collection does not empty (as it empties a sync.Pool), so that ingest
+// does not make new ones at every cycle.
+var (
+	coldEncoders = make(chan *zstd.Encoder, 4)
+	coldDecoders = make(chan *zstd.Decoder, 2)
+)
+
+func getColdEncoder() *zstd.Encoder {
+	select {
+	case e := <-coldEncoders:
+		return e
+	default:
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(coldWindow),
+		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		panic(err) // only invalid options fail, and these are constant
+	}
+	return e
+}
+
+func putColdEncoder(e *zstd.Encoder) {
+	select {
+	case coldEncoders <- e:
+	default:
+	}
+}
+
+func getColdDecoder() *zstd.Decoder {
+	select {
+	case d := <-coldDecoders:
+		return d
+	default:
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func putColdDecoder(d *zstd.Decoder) {
+	select {
+	case coldDecoders <- d:
+	default:
+	}
+}
+
+// encodeCold returns the raw value of msg: its cold section, compressed
+// by zstd with hot (the text and body section) as a raw dictionary, which
+// the raw source mostly repeats.
+func encodeCold(hot []byte, msg *Message) []byte {
+	cold := make([]byte, 0, 16+len(msg.Plain)+len(msg.Raw)+64*len(msg.Links))
+	cold = appendString(cold, msg.Plain)
+	cold = binary.AppendUvarint(cold, uint64(len(msg.Links)))
+	for _, l := range msg.Links {
+		cold = appendString(cold, l)
+	}
+	cold = append(cold, msg.Raw...)
+
+	e := getColdEncoder()
+	defer putColdEncoder(e)
+	// Always a dictionary: an encoder that changes between none and one
+	// rebuilds its tables.
+	if err := e.ResetWithOptions(nil, zstd.WithEncoderDictRaw(coldDictID, coldDict(hot))); err != nil {
+		panic(err) // a raw dictionary of any content is valid
+	}
+	return e.EncodeAll(cold, make([]byte, 0, len(cold)/2+64))
+}
+
+// coldDict returns the dictionary of a raw value: its hot section, or a
+// constant one for a hot section too short to serve.
+func coldDict(hot []byte) []byte {
+	if len(hot) < minColdDict {
+		return []byte("burner: a message without text")
+	}
+	return hot
+}
+
+// content is a decoded content record. Its slices point into the record or
+// into the buffer it was decoded to; List copies a body only once the
+// email matches.
 type content struct {
+	text    []byte // case-folded search text
 	body    []byte // nil when the message has none
 	headers []byte // the encoded header section, for matchHeader
-	plain   []byte
-	links   []byte // the encoded links section, for decodeLinks
-	text    []byte // case-folded search text
+	hot     []byte // a compact record's text and body section, decoded: the dictionary of its raw value
+	plain   []byte // old records only: compact ones keep it in the raw value
+	links   []byte // old records only: the encoded links section
+
+	hasBody bool
+	section []byte // a compact record's body section, still compressed (nil once decoded)
 }
 
+// decodeContent decodes a content record, into new buffers.
 func decodeContent(rec []byte) (content, error) {
+	c, buf, err := decodeText(rec, nil)
+	if err != nil {
+		return content{}, err
+	}
+	_, err = c.decodeSection(buf)
+	return c, err
+}
+
+// decodeText decodes the search text of a content record into buf, grown
+// as needed, and returns buf: a body filter reads nothing more. The rest
+// is decoded by decodeSection. An old record is decoded whole, in place.
+func decodeText(rec, buf []byte) (content, []byte, error) {
 	_, w := binary.Uvarint(rec)
 	if w <= 0 || len(rec) < w+1 {
-		return content{}, errCorrupt
+		return content{}, buf, errCorrupt
 	}
 	flags := rec[w]
-	body, rest, ok := cutString(rec[w+1:])
+	rest := rec[w+1:]
+	c := content{hasBody: flags&flagHasBody != 0}
+	if flags&flagCompact == 0 {
+		err := c.decodeOld(rest)
+		return c, buf, err
+	}
+	block, section, ok := cutString(rest)
 	if !ok {
-		return content{}, errCorrupt
+		return content{}, buf, errCorrupt
 	}
-	if flags&flagHasBody == 0 {
-		body = nil
+	n, err := s2.DecodedLen(block)
+	if err != nil {
+		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
-	n, w := binary.Uvarint(rest)
-	if w <= 0 {
-		return content{}, errCorrupt
+	if cap(buf) < n {
+		buf = make([]byte, 0, 2*n+4096) // room for the section after it
 	}
-	headers := rest
-	rest = rest[w:]
-	for range 2 * n {
-		if _, rest, ok = cutString(rest); !ok {
-			return content{}, errCorrupt
-		}
+	if c.text, err = s2.Decode(buf[:cap(buf)], block); err != nil {
+		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
-	c := content{body: body, headers: headers[:len(headers)-len(rest)]}
-	if c.plain, rest, ok = cutString(rest); !ok {
-		return content{}, errCorrupt
-	}
-	if n, w = binary.Uvarint(rest); w <= 0 {
-		return content{}, errCorrupt
-	}
-	links := rest
-	rest = rest[w:]
-	for range n {
-		if _, rest, ok = cutString(rest); !ok {
-			return content{}, errCorrupt
-		}
-	}
-	c.links, c.text = links[:len(links)-len(rest)], rest
-	return c, nil
+	c.section = section
+	return c, buf, nil
 }
 
-// decodeLinks decodes a links section that decodeContent has checked.
+// decodeOld decodes the rest of an old record: after its flags, a
+// uvarint-prefixed body, the header section, a uvarint-prefixed plain
+// text, the links section and the search text to the end.
+func (c *content) decodeOld(rest []byte) error {
+	var ok bool
+	if c.body, rest, ok = cutString(rest); !ok {
+		return errCorrupt
+	}
+	if c.headers, rest, ok = cutHeaders(rest); !ok {
+		return errCorrupt
+	}
+	if c.plain, rest, ok = cutString(rest); !ok {
+		return errCorrupt
+	}
+	if c.links, rest, ok = cutLinks(rest); !ok {
+		return errCorrupt
+	}
+	c.text = rest
+	if !c.hasBody {
+		c.body = nil
+	}
+	return nil
+}
+
+// decodeSection decodes the body and headers of a compact record after its
+// text, which decodeText left at the start of buf, and returns buf (grown
+// when it had no room). It does nothing for an old record.
+func (c *content) decodeSection(buf []byte) ([]byte, error) {
+	if c.section == nil {
+		return buf, nil
+	}
+	n, err := s2.DecodedLen(c.section)
+	if err != nil {
+		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	t := len(c.text)
+	if cap(buf) < t+n {
+		grown := make([]byte, t, t+n+4096)
+		copy(grown, c.text)
+		buf, c.text = grown, grown[:t:t]
+	}
+	var dec []byte
+	if d := textDict(c.text); d != nil {
+		dec, err = d.Decode(buf[t:cap(buf)], c.section)
+	} else {
+		dec, err = s2.Decode(buf[t:cap(buf)], c.section)
+	}
+	if err != nil {
+		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	var ok bool
+	rest := dec
+	if c.body, rest, ok = cutString(rest); !ok {
+		return buf, errCorrupt
+	}
+	if c.headers, rest, ok = cutHeaders(rest); !ok || len(rest) != 0 {
+		return buf, errCorrupt
+	}
+	if !c.hasBody {
+		c.body = nil
+	}
+	c.hot = buf[:t+len(dec)]
+	c.section = nil
+	return buf, nil
+}
+
+// cutHeaders returns the header section at the start of b and what follows.
+func cutHeaders(b []byte) (section, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil, false
+	}
+	rest = b[w:]
+	for range 2 * n {
+		if _, rest, ok = cutString(rest); !ok {
+			return nil, nil, false
+		}
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// cutLinks returns the links section at the start of b and what follows.
+func cutLinks(b []byte) (section, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil, false
+	}
+	rest = b[w:]
+	for range n {
+		if _, rest, ok = cutString(rest); !ok {
+			return nil, nil, false
+		}
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// cold is what a message's raw value holds beyond the hot section.
+type cold struct {
+	plain []byte
+	links []byte // the encoded links section, for decodeLinks
+	raw   []byte // the message as received
+}
+
+// decodeCold decodes the raw value v of the content c, which decodeContent
+// decoded. The slices it returns are new (a compact record) or point into
+// v (an old one, whose raw value is the message itself).
+func decodeCold(c *content, v []byte) (cold, error) {
+	if c.hot == nil {
+		return cold{plain: c.plain, links: c.links, raw: v}, nil
+	}
+	d := getColdDecoder()
+	defer putColdDecoder(d)
+	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(coldDictID, coldDict(c.hot))); err != nil {
+		return cold{}, err
+	}
+	dec, err := d.DecodeAll(v, nil)
+	if err != nil {
+		return cold{}, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	var (
+		out cold
+		ok  bool
+	)
+	if out.plain, dec, ok = cutString(dec); !ok {
+		return cold{}, errCorrupt
+	}
+	if out.links, out.raw, ok = cutLinks(dec); !ok {
+		return cold{}, errCorrupt
+	}
+	return out, nil
+}
+
+// decodeLinks decodes a links section that cutLinks has checked.
 func decodeLinks(section []byte) []string {
 	n, w := binary.Uvarint(section)
 	rest := section[w:]
@@ -250,6 +573,11 @@ func decodeLinks(section []byte) []string {
 func contentRefs(rec []byte) (uint64, int) { return binary.Uvarint(rec) }
 
 func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
@@ -274,24 +602,119 @@ func bodyString(b []byte) *string {
 	return &s
 }
 
+// folder is Unicode full case folding; a Caser is stateless (and so safe to
+// share) once made.
+var folder = cases.Fold()
+
 // fold returns s under Unicode full case folding, the form in which search
 // text is stored and compared (so "STRASSE" finds "Straße").
 func fold(s string) string {
-	return cases.Fold().String(s)
+	return folder.String(s)
 }
 
-// matcher holds a Query's filters, folded once per List.
+// appendFold appends fold(s) to dst. Folding maps each rune on its own, so
+// ASCII, most of any mail's text, is lower-cased in place and only the runs
+// of other runes go through the Caser.
+func appendFold[S ~string | ~[]byte](dst []byte, s S) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] >= utf8.RuneSelf {
+			j++
+		}
+		dst = append(dst, folder.String(string(s[i:j]))...)
+		i = j
+	}
+	return dst
+}
+
+// appendLower appends strings.ToLower(s) to dst, without allocating when s
+// is ASCII, as header names are.
+func appendLower[S ~string | ~[]byte](dst []byte, s S) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return append(dst[:len(dst)-i], strings.ToLower(string(s))...)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// maxDedupScan bounds the bytes appendSearchText compares while it looks
+// for repeated lines, so that a hostile text of many short lines costs
+// linear time: past it, the rest of the lines are kept as they are.
+const maxDedupScan = 1 << 20
+
+// appendSearchText appends the search text of text to dst: text
+// case-folded, without empty lines and without the lines that the text
+// kept before them already holds. The plain part of a multipart/alternative
+// message mostly repeats the text of its HTML part, and a substring found
+// in a line that is dropped is found where it was kept (a search for text
+// across the line break that ends a dropped line is what is lost), so this
+// halves the search text of most mail and the bytes a body filter reads.
+func appendSearchText(dst []byte, text string) []byte {
+	start := len(dst)
+	folded := appendFold(make([]byte, 0, len(text)), text)
+	budget := maxDedupScan
+	for len(folded) > 0 {
+		line := folded
+		if i := bytes.IndexByte(folded, '\n'); i >= 0 {
+			line, folded = folded[:i], folded[i+1:]
+		} else {
+			folded = nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		kept := dst[start:]
+		if budget > 0 {
+			budget -= len(kept)
+			if bytes.Contains(kept, line) {
+				continue
+			}
+		}
+		if len(kept) > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, line...)
+	}
+	return dst
+}
+
+// matcher holds a Query's filters, folded once per List, and the buffers
+// it folds an email's fields into.
 type matcher struct {
-	subject, body string
-	terms         []string
+	subject, body []byte
+	terms         [][]byte
 	header        *Header // name lower-cased, value folded
+
+	subjectBuf, nameBuf, fromBuf []byte // the fields of the email at hand, folded
+	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
 }
 
-func newMatcher(q Query) matcher {
-	m := matcher{subject: fold(q.Subject), body: fold(q.Body)}
+func newMatcher(q Query) *matcher {
+	m := &matcher{}
+	if q.Subject != "" {
+		m.subject = []byte(fold(q.Subject))
+	}
+	if q.Body != "" {
+		m.body = []byte(fold(q.Body))
+	}
 	for _, t := range q.Terms {
 		if t != "" {
-			m.terms = append(m.terms, fold(t))
+			m.terms = append(m.terms, []byte(fold(t)))
 		}
 	}
 	if q.Header != nil {
@@ -300,27 +723,61 @@ func newMatcher(q Query) matcher {
 	return m
 }
 
-func (m *matcher) match(e *Email, c *content) bool {
-	if m.subject != "" && (e.Subject == nil || !strings.Contains(fold(*e.Subject), m.subject)) {
-		return false
-	}
-	if m.body != "" && !bytes.Contains(c.text, []byte(m.body)) {
-		return false
-	}
-	if m.header != nil && !matchHeader(c.headers, m.header) {
-		return false
-	}
-	if len(m.terms) == 0 {
+// readsText reports whether the filters read the text (or the headers) of
+// every email they consider.
+func (m *matcher) readsText() bool {
+	return m.body != nil || m.header != nil || len(m.terms) > 0
+}
+
+// matchSubject applies the subject filter.
+func (m *matcher) matchSubject(v *emailView) bool {
+	if m.subject == nil {
 		return true
 	}
-	subject := ""
-	if e.Subject != nil {
-		subject = fold(*e.Subject)
+	if v.subject == nil {
+		return false
 	}
-	name, from := fold(e.FromName), fold(e.From)
+	m.subjectBuf = appendFold(m.subjectBuf[:0], v.subject)
+	return bytes.Contains(m.subjectBuf, m.subject)
+}
+
+// matchEmail applies the filters that the email record alone decides (the
+// subject) and folds the fields the search terms look at. It reports
+// whether v may match, and whether its content must be read to tell.
+func (m *matcher) matchEmail(v *emailView) (ok, needContent bool) {
+	if !m.matchSubject(v) {
+		return false, false
+	}
+	needContent = m.body != nil || m.header != nil
+	if len(m.terms) > 0 {
+		m.subjectBuf = appendFold(m.subjectBuf[:0], v.subject)
+		m.nameBuf = appendFold(m.nameBuf[:0], v.fromName)
+		m.fromBuf = appendFold(m.fromBuf[:0], v.from)
+		for _, t := range m.terms {
+			if !m.inFields(t) {
+				needContent = true // the body text must hold it
+				break
+			}
+		}
+	}
+	return true, needContent
+}
+
+func (m *matcher) inFields(t []byte) bool {
+	return bytes.Contains(m.subjectBuf, t) || bytes.Contains(m.nameBuf, t) || bytes.Contains(m.fromBuf, t)
+}
+
+// matchContent applies the rest of the filters, after a matchEmail of the
+// same email that asked for the content.
+func (m *matcher) matchContent(c *content) bool {
+	if m.body != nil && !bytes.Contains(c.text, m.body) {
+		return false
+	}
+	if m.header != nil && !m.matchHeader(c.headers) {
+		return false
+	}
 	for _, t := range m.terms {
-		if !strings.Contains(subject, t) && !strings.Contains(name, t) &&
-			!strings.Contains(from, t) && !bytes.Contains(c.text, []byte(t)) {
+		if !m.inFields(t) && !bytes.Contains(c.text, t) {
 			return false
 		}
 	}
@@ -328,17 +785,26 @@ func (m *matcher) match(e *Email, c *content) bool {
 }
 
 // matchHeader reports whether an encoded header section has a field named
-// want.Name whose value contains want.Value.
-func matchHeader(section []byte, want *Header) bool {
+// m.header.Name (in any case) whose value, case-folded, contains
+// m.header.Value. Old records hold names lower-cased and values folded
+// already; compact ones hold them as received, and folding is idempotent.
+func (m *matcher) matchHeader(section []byte) bool {
 	n, w := binary.Uvarint(section)
 	rest := section[w:]
 	for range n {
 		var name, value []byte
 		name, rest, _ = cutString(rest)
 		value, rest, _ = cutString(rest)
-		if string(name) == want.Name && bytes.Contains(value, []byte(want.Value)) {
+		m.hnameBuf = appendLower(m.hnameBuf[:0], name)
+		if string(m.hnameBuf) != m.header.Name {
+			continue
+		}
+		m.hvalueBuf = appendFold(m.hvalueBuf[:0], value)
+		if bytes.Contains(m.hvalueBuf, []byte(m.header.Value)) {
 			return true
 		}
 	}
 	return false
 }
+
+var errCorrupt = errors.New("storage: corrupt record")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -108,7 +109,10 @@ func TestSweepStopsWithContext(t *testing.T) {
 
 func TestMaxBytes(t *testing.T) {
 	db := openDB(t, Options{MaxBytes: 256 << 10})
-	msg := &Message{Raw: make([]byte, 32<<10)}
+	// Random bytes: stored compressed, zeros would take no room at all.
+	raw := make([]byte, 32<<10)
+	rand.NewChaCha8([32]byte{}).Read(raw)
+	msg := &Message{Raw: raw}
 	var err error
 	stored := 0
 	for range 100 { // bounded: the cap is reached after about 8
