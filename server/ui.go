@@ -392,7 +392,7 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	p := emailPage{Email: e, Local: localOf(e.To)}
+	p := emailPage{Email: e, Local: storage.LocalPart(e.To)}
 	if e.Body != nil {
 		css, _ := u.staticURL("frame.css")
 		p.Srcdoc = fmt.Sprintf(frameHead, css) + *e.Body + "</body></html>"
@@ -401,14 +401,6 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 		p.Attachments = append(p.Attachments, attachmentJSON{Index: i, Filename: a.Filename, ContentType: a.ContentType, Size: len(a.Data)})
 	}
 	u.render(w, r, http.StatusOK, "email", p)
-}
-
-// localOf returns the local part of address.
-func localOf(address string) string {
-	if i := strings.LastIndexByte(address, '@'); i >= 0 {
-		return address[:i]
-	}
-	return address
 }
 
 type sourcePage struct {

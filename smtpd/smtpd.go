@@ -265,7 +265,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 	ss.srv.metrics.accepted.Inc()
 	ss.srv.metrics.bytes.Add(float64(len(raw)))
 	for _, e := range emails {
-		ss.srv.log.Info("email stored", "email_id", e.ID, "inbox", localPart(e.To), "bytes", len(raw), "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		ss.srv.log.Info("email stored", "email_id", e.ID, "inbox", storage.LocalPart(e.To), "bytes", len(raw), "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	}
 	return nil
 }
@@ -295,13 +295,6 @@ func sanitizeHeaderValue(s string) string {
 		}
 		return r
 	}, s)
-}
-
-func localPart(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[:i]
-	}
-	return addr
 }
 
 func (ss *session) Reset() {

@@ -39,7 +39,7 @@ func (db *DB) Deliver(ctx context.Context, msg *Message, to []string) ([]Email, 
 	}
 	emails := make([]Email, len(to))
 	for i, addr := range to {
-		local := localPartOf(addr)
+		local := LocalPart(addr)
 		if !ValidLocalPart(local) || len(local) > MaxLocalPart {
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}

@@ -71,15 +71,6 @@ const (
 	emailFixedLen  = 2 + 16 + 8 // version, flags, id, content key
 )
 
-// localPartOf returns the part of addr before its last '@' (all of addr when
-// it has none).
-func localPartOf(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[:i]
-	}
-	return addr
-}
-
 // inboxName returns lower(localPart). Local parts are ASCII
 // (ValidLocalPart), so ASCII lower-casing is the whole of case-insensitivity.
 func inboxName(localPart string) []byte {

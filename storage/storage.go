@@ -3,6 +3,7 @@ package storage
 
 import (
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,15 @@ type Query struct {
 // MaxLocalPart is the longest local part burner accepts.
 // RFC 5321 §4.5.3.1.1: a local part is at most 64 octets.
 const MaxLocalPart = 64
+
+// LocalPart returns the part of an address before its last '@' (all of it
+// when it has none): the inbox the address belongs to.
+func LocalPart(addr string) string {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
+		return addr[:i]
+	}
+	return addr
+}
 
 // ValidLocalPart reports whether s is a local part the API can address:
 // one or more of A-Z a-z 0-9 and _ - + . (length is checked separately,
