@@ -217,3 +217,34 @@ func TestOpenCurrentVersionLogsNothing(t *testing.T) {
 		t.Errorf("opening a current file logged %q", logs.String())
 	}
 }
+
+// TestVersionOneFileUpgrades: a file stamped version 1 (the layout before
+// compact records) is brought to the current version at Open, and its
+// emails, written in either encoding, read as before.
+func TestVersionOneFileUpgrades(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "burner.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := db.Deliver(context.Background(), &Message{From: "a@b.c", Subject: ptr("kept"), Raw: []byte("Subject: kept\r\n\r\nhi\r\n")}, []string{"v1@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte{1}) })
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a version 1 file: %v", err)
+	}
+	defer db.Close()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	if e, err := db.Email(context.Background(), stored[0].ID); err != nil || *e.Subject != "kept" {
+		t.Errorf("Email after the upgrade = %+v, %v", e, err)
+	}
+}
