@@ -1054,112 +1054,61 @@ func newControlClient(sock string) controlClient {
 	}
 }
 
-// keyJSON is the control socket's wire form of a key.
-type keyJSON struct {
-	ID       string     `json:"id"`
-	Name     string     `json:"name"`
-	Created  time.Time  `json:"created"`
-	LastUsed *time.Time `json:"lastUsed"`
-	Key      string     `json:"key,omitempty"`
-}
-
-func (k keyJSON) key() storage.Key {
-	out := storage.Key{ID: k.ID, Name: k.Name, Created: k.Created}
-	if k.LastUsed != nil {
-		out.LastUsed = *k.LastUsed
-	}
-	return out
-}
-
 func (c controlClient) CreateKey(ctx context.Context, name string) (storage.Key, string, error) {
-	var k keyJSON
+	var k server.ControlKey
 	body, _ := json.Marshal(map[string]string{"name": name})
 	if err := c.do(ctx, http.MethodPost, "/keys", body, &k); err != nil {
 		return storage.Key{}, "", err
 	}
-	return k.key(), k.Key, nil
+	return k.Storage(), k.Key, nil
 }
 
 func (c controlClient) Keys(ctx context.Context) ([]storage.Key, error) {
-	var ks []keyJSON
+	var ks []server.ControlKey
 	if err := c.do(ctx, http.MethodGet, "/keys", nil, &ks); err != nil {
 		return nil, err
 	}
 	out := make([]storage.Key, len(ks))
 	for i, k := range ks {
-		out[i] = k.key()
+		out[i] = k.Storage()
 	}
 	return out, nil
 }
 
 func (c controlClient) RevokeKey(ctx context.Context, idOrName string) (storage.Key, error) {
-	var k keyJSON
+	var k server.ControlKey
 	if err := c.do(ctx, http.MethodDelete, "/keys/"+url.PathEscape(idOrName), nil, &k); err != nil {
 		return storage.Key{}, err
 	}
-	return k.key(), nil
-}
-
-// statsJSON, inboxJSON and checkJSON are the control socket's wire forms
-// of what the administration commands show.
-type statsJSON struct {
-	Emails    int        `json:"emails"`
-	Inboxes   int        `json:"inboxes"`
-	Keys      int        `json:"keys"`
-	FileBytes int64      `json:"fileBytes"`
-	Oldest    *time.Time `json:"oldest"`
-}
-
-type inboxJSON struct {
-	Name   string    `json:"name"`
-	Emails int       `json:"emails"`
-	Newest time.Time `json:"newest"`
-}
-
-type checkJSON struct {
-	SchemaVersion int      `json:"schemaVersion"`
-	FileBytes     int64    `json:"fileBytes"`
-	Emails        int      `json:"emails"`
-	Inboxes       int      `json:"inboxes"`
-	Messages      int      `json:"messages"`
-	Keys          int      `json:"keys"`
-	Problems      []string `json:"problems"`
-	More          int      `json:"more"`
+	return k.Storage(), nil
 }
 
 func (c controlClient) Stats(ctx context.Context) (storage.Stats, error) {
-	var s statsJSON
+	var s server.ControlStats
 	if err := c.do(ctx, http.MethodGet, "/stats", nil, &s); err != nil {
 		return storage.Stats{}, err
 	}
-	out := storage.Stats{Emails: s.Emails, Inboxes: s.Inboxes, Keys: s.Keys, FileBytes: s.FileBytes}
-	if s.Oldest != nil {
-		out.Oldest = *s.Oldest
-	}
-	return out, nil
+	return s.Storage(), nil
 }
 
 func (c controlClient) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
-	var ins []inboxJSON
+	var ins []server.ControlInbox
 	if err := c.do(ctx, http.MethodGet, "/inboxes", nil, &ins); err != nil {
 		return nil, err
 	}
 	out := make([]storage.Inbox, len(ins))
 	for i, in := range ins {
-		out[i] = storage.Inbox{Name: in.Name, Emails: in.Emails, Newest: in.Newest}
+		out[i] = in.Storage()
 	}
 	return out, nil
 }
 
 func (c controlClient) Check(ctx context.Context) (storage.CheckReport, error) {
-	var r checkJSON
+	var r server.ControlCheck
 	if err := c.doWith(ctx, c.slow, http.MethodGet, "/check", nil, &r); err != nil {
 		return storage.CheckReport{}, err
 	}
-	return storage.CheckReport{
-		SchemaVersion: r.SchemaVersion, FileBytes: r.FileBytes, Emails: r.Emails, Inboxes: r.Inboxes,
-		Messages: r.Messages, Keys: r.Keys, Problems: r.Problems, More: r.More,
-	}, nil
+	return r.Storage(), nil
 }
 
 // Backup copies the server's snapshot of the file to w. The server sends

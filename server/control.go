@@ -5,41 +5,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"burner/storage"
 )
 
 // maxControlBody bounds a control request body; {"name": "..."} is tiny.
 const maxControlBody = 4 << 10
-
-// keyJSON is an API key as the control socket lists it: never the secret.
-type keyJSON struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name"`
-	Created  string  `json:"created"`
-	LastUsed *string `json:"lastUsed"` // null when never used
-}
-
-func newKeyJSON(k storage.Key) keyJSON {
-	j := keyJSON{ID: k.ID, Name: k.Name, Created: formatTime(k.Created)}
-	if !k.LastUsed.IsZero() {
-		last := formatTime(k.LastUsed)
-		j.LastUsed = &last
-	}
-	return j
-}
-
-// newKeyResponse is the answer to a key creation: the only time the secret
-// is shown (SPEC §1).
-type newKeyResponse struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Created string `json:"created"`
-	Key     string `json:"key"`
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 func (s *Server) controlRoutes() http.Handler {
 	mux := http.NewServeMux()
@@ -74,7 +45,9 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "api key created", "key_id", k.ID, "key_name", k.Name)
-	writeJSON(w, http.StatusCreated, newKeyResponse{ID: k.ID, Name: k.Name, Created: formatTime(k.Created), Key: secret})
+	out := newControlKey(k)
+	out.Key = secret
+	writeJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
@@ -83,9 +56,9 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]keyJSON, 0, len(keys))
+	out := make([]ControlKey, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, newKeyJSON(k))
+		out = append(out, newControlKey(k))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -102,7 +75,7 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "key_name", k.Name)
-	writeJSON(w, http.StatusOK, newKeyJSON(k))
+	writeJSON(w, http.StatusOK, newControlKey(k))
 }
 
 // decodeJSON decodes the request body, one JSON object of at most

@@ -3,41 +3,11 @@ package server
 import (
 	"net/http"
 	"strconv"
-
-	"burner/storage"
 )
 
 // The control socket's administration routes, for `burner backup`,
 // `burner stats`, `burner inboxes` and `burner check` while `burner serve`
 // holds the data file.
-
-// statsJSON is storage.Stats on the control socket.
-type statsJSON struct {
-	Emails    int     `json:"emails"`
-	Inboxes   int     `json:"inboxes"`
-	Keys      int     `json:"keys"`
-	FileBytes int64   `json:"fileBytes"`
-	Oldest    *string `json:"oldest"` // null without emails
-}
-
-// inboxJSON is a storage.Inbox on the control socket.
-type inboxJSON struct {
-	Name   string `json:"name"`
-	Emails int    `json:"emails"`
-	Newest string `json:"newest"`
-}
-
-// checkJSON is a storage.CheckReport on the control socket.
-type checkJSON struct {
-	SchemaVersion int      `json:"schemaVersion"`
-	FileBytes     int64    `json:"fileBytes"`
-	Emails        int      `json:"emails"`
-	Inboxes       int      `json:"inboxes"`
-	Messages      int      `json:"messages"`
-	Keys          int      `json:"keys"`
-	Problems      []string `json:"problems"`
-	More          int      `json:"more"`
-}
 
 // handleBackup streams a consistent copy of the data file, taken when the
 // request arrives, while mail goes on arriving. Content-Length is the
@@ -73,12 +43,7 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := statsJSON{Emails: st.Emails, Inboxes: st.Inboxes, Keys: st.Keys, FileBytes: st.FileBytes}
-	if !st.Oldest.IsZero() {
-		oldest := formatTime(st.Oldest)
-		out.Oldest = &oldest
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, newControlStats(st))
 }
 
 func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
@@ -87,9 +52,9 @@ func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]inboxJSON, len(ins))
+	out := make([]ControlInbox, len(ins))
 	for i, in := range ins {
-		out[i] = inboxJSON{Name: in.Name, Emails: in.Emails, Newest: formatTime(in.Newest)}
+		out[i] = newControlInbox(in)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -102,16 +67,5 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newCheckJSON(rep))
-}
-
-func newCheckJSON(r storage.CheckReport) checkJSON {
-	problems := r.Problems
-	if problems == nil {
-		problems = []string{}
-	}
-	return checkJSON{
-		SchemaVersion: r.SchemaVersion, FileBytes: r.FileBytes, Emails: r.Emails, Inboxes: r.Inboxes,
-		Messages: r.Messages, Keys: r.Keys, Problems: problems, More: r.More,
-	}
+	writeJSON(w, http.StatusOK, newControlCheck(rep))
 }

@@ -25,21 +25,21 @@ func TestControlAdmin(t *testing.T) {
 	c.create("ops")
 
 	res := c.call("GET", "/stats", "")
-	var st statsJSON
+	var st ControlStats
 	if res.status != 200 || json.Unmarshal([]byte(res.body), &st) != nil ||
 		st.Emails != 3 || st.Inboxes != 2 || st.Keys != 1 || st.FileBytes <= 0 || st.Oldest == nil || *st.Oldest != "2025-03-14T15:09:26.535Z" {
 		t.Errorf("GET /stats = %d %s", res.status, res.body)
 	}
 
 	res = c.call("GET", "/inboxes", "")
-	var ins []inboxJSON
+	var ins []ControlInbox
 	if res.status != 200 || json.Unmarshal([]byte(res.body), &ins) != nil || len(ins) != 2 ||
-		ins[0] != (inboxJSON{"alice", 2, "2025-03-14T15:09:29.535Z"}) || ins[1].Name != "bob" || ins[1].Emails != 1 {
+		ins[0] != (ControlInbox{"alice", 2, "2025-03-14T15:09:29.535Z"}) || ins[1].Name != "bob" || ins[1].Emails != 1 {
 		t.Errorf("GET /inboxes = %d %s", res.status, res.body)
 	}
 
 	res = c.call("GET", "/check", "")
-	var ck checkJSON
+	var ck ControlCheck
 	if res.status != 200 || json.Unmarshal([]byte(res.body), &ck) != nil || ck.Emails != 3 || ck.Keys != 1 || len(ck.Problems) != 0 {
 		t.Errorf("GET /check = %d %s", res.status, res.body)
 	}

@@ -44,14 +44,14 @@ func (c *controlTest) call(method, path, body string) response {
 }
 
 // create makes a key through the socket and returns the answer decoded.
-func (c *controlTest) create(name string) newKeyResponse {
+func (c *controlTest) create(name string) ControlKey {
 	c.t.Helper()
 	body, _ := json.Marshal(map[string]string{"name": name})
 	res := c.call("POST", "/keys", string(body))
 	if res.status != http.StatusCreated {
 		c.t.Fatalf("POST /keys %s: %d %s, want 201", body, res.status, res.body)
 	}
-	var k newKeyResponse
+	var k ControlKey
 	if err := json.Unmarshal([]byte(res.body), &k); err != nil {
 		c.t.Fatalf("POST /keys %s: %v in %s", body, err, res.body)
 	}
@@ -61,11 +61,11 @@ func (c *controlTest) create(name string) newKeyResponse {
 func TestControlCreateKey(t *testing.T) {
 	c := newControl(t)
 	res := c.call("POST", "/keys", `{"name":" ci "}`)
-	var k newKeyResponse
+	var k ControlKey
 	if err := json.Unmarshal([]byte(res.body), &k); err != nil {
 		t.Fatalf("POST /keys: %v in %s", err, res.body)
 	}
-	want := `{"id":"` + k.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","key":"` + k.Key + `"}`
+	want := `{"id":"` + k.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":null,"key":"` + k.Key + `"}`
 	wantJSON(t, "POST /keys", res, http.StatusCreated, want)
 	if k.ID == "" || !strings.HasPrefix(k.Key, storage.KeyPrefix) || len(k.Key) < len(storage.KeyPrefix)+43 {
 		t.Errorf("POST /keys: id %q, key %q; want an id and a bnr_ key of 32 random bytes", k.ID, k.Key)
@@ -147,7 +147,7 @@ func TestControlRevokeKey(t *testing.T) {
 	want = `{"id":"` + byName.ID + `","name":"the/odd name","created":"2025-03-14T15:09:26.535Z","lastUsed":null}`
 	wantJSON(t, "DELETE /keys/<name>", c.call("DELETE", "/keys/"+url.PathEscape("the/odd name"), ""), http.StatusOK, want)
 
-	for _, k := range []newKeyResponse{byID, byName} {
+	for _, k := range []ControlKey{byID, byName} {
 		if _, err := c.db.Authenticate(context.Background(), k.Key); err == nil {
 			t.Errorf("Authenticate(%s) after revoking succeeded, want a failure", k.Name)
 		}
