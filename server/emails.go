@@ -56,12 +56,7 @@ func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	wait, err := waitParam(r.URL.Query())
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	emails, err := s.listWaiting(w, r, q, wait)
+	emails, err := s.listWaiting(w, r, q.Query, q.wait)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -286,17 +281,24 @@ func (s *Server) handleClearInbox(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent) // whether or not there was anything to clear
 }
 
-// listQuery validates the parameters of a list request. When several are
-// wrong it reports the first in the order of the API document: the inbox,
-// then the filters, then limit and since. A parameter with an empty value
-// counts as not given (SPEC §4).
-func listQuery(rawQuery string) (storage.Query, error) {
+// listRequest is a list request's query and its long poll (wait=N).
+type listRequest struct {
+	storage.Query
+	wait time.Duration // 0: answer at once
+}
+
+// listQuery validates the parameters of a list request, parsing the query
+// string once. When several are wrong it reports the first in the order of
+// the API document: the inbox, then the filters, then limit and since, then
+// the extensions (header, wait). A parameter with an empty value counts as
+// not given (SPEC §4).
+func listQuery(rawQuery string) (listRequest, error) {
 	to, err := localPart(rawQuery)
 	if err != nil {
-		return storage.Query{}, err
+		return listRequest{}, err
 	}
 	v, _ := url.ParseQuery(rawQuery) // pairs that do not decode are dropped, as r.URL.Query does
-	q := storage.Query{LocalPart: to, Limit: defaultLimit}
+	q := listRequest{Query: storage.Query{LocalPart: to, Limit: defaultLimit}}
 	subject, search, body := v.Get("subject"), v.Get("search"), v.Get("body")
 	given := 0
 	for _, f := range []string{subject, search, body} {
@@ -305,7 +307,7 @@ func listQuery(rawQuery string) (storage.Query, error) {
 		}
 	}
 	if given > 1 {
-		return storage.Query{}, badRequest("Only one of subject, search, or body may be specified.")
+		return listRequest{}, badRequest("Only one of subject, search, or body may be specified.")
 	}
 	q.Subject, q.Body = subject, body
 	if search != "" {
@@ -315,19 +317,22 @@ func listQuery(rawQuery string) (storage.Query, error) {
 	if l := v.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxLimit {
-			return storage.Query{}, badRequest("'limit' must be an integer from 1 to 10.")
+			return listRequest{}, badRequest("'limit' must be an integer from 1 to 10.")
 		}
 		q.Limit = n
 	}
 	if since := v.Get("since"); since != "" {
 		if q.Since, err = parseSince(since); err != nil {
-			return storage.Query{}, err
+			return listRequest{}, err
 		}
 	}
 	if h := v.Get("header"); h != "" {
 		if q.Header, err = parseHeaderFilter(h); err != nil {
-			return storage.Query{}, err
+			return listRequest{}, err
 		}
+	}
+	if q.wait, err = waitParam(v); err != nil {
+		return listRequest{}, err
 	}
 	return q, nil
 }

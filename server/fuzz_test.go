@@ -29,6 +29,7 @@ var listErrors = []string{
 	"'limit' must be an integer from 1 to 10.",
 	"'since' must be a Unix timestamp in seconds.",
 	"'header' must be Name:value, like X-Test-Run:42.",
+	"'wait' must be an integer from 1 to 60.",
 }
 
 // emailFields are the eight fields of an Email on the wire (SPEC §3).
@@ -144,6 +145,9 @@ func FuzzParseListQuery(f *testing.F) {
 		if q.Limit < 1 || q.Limit > maxLimit {
 			t.Errorf("listQuery(%q).Limit = %d, want 1 to %d", rawQuery, q.Limit, maxLimit)
 		}
+		if q.wait < 0 || q.wait > maxWait {
+			t.Errorf("listQuery(%q).wait = %v, want 0 to %v", rawQuery, q.wait, maxWait)
+		}
 		if !storage.ValidLocalPart(q.LocalPart) || len(q.LocalPart) > storage.MaxLocalPart {
 			t.Errorf("listQuery(%q).LocalPart = %q, want a valid local part of at most %d characters", rawQuery, q.LocalPart, storage.MaxLocalPart)
 		}
@@ -252,7 +256,7 @@ func FuzzListQuery(f *testing.F) {
 			if qerr != nil {
 				t.Fatalf("%s: status 200, but listQuery returned %v", what, qerr)
 			}
-			checkEmails(t, what, data, q)
+			checkEmails(t, what, data, q.Query)
 		case http.StatusBadRequest:
 			var bad badRequest
 			if !errors.As(qerr, &bad) {
