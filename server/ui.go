@@ -375,22 +375,17 @@ const frameHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="
 // handleEmail shows one email and marks it read: the read flag means
 // "viewed in the UI" (SPEC §3).
 func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if r.Method == http.MethodGet { // a HEAD views nothing
-		if err := u.s.db.MarkRead(r.Context(), id); err != nil {
+	e, raw, ok := u.emailAndRaw(w, r)
+	if !ok {
+		return
+	}
+	// A HEAD views nothing, and an email read already costs no write.
+	if r.Method == http.MethodGet && !e.Read {
+		if err := u.s.db.MarkRead(r.Context(), e.ID); err != nil {
 			u.fail(w, r, err)
 			return
 		}
-	}
-	e, err := u.s.db.Email(r.Context(), id)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	raw, err := u.s.db.Raw(r.Context(), id)
-	if err != nil {
-		u.fail(w, r, err)
-		return
+		e.Read = true
 	}
 	p := emailPage{Email: e, Local: storage.LocalPart(e.To)}
 	if e.Body != nil {
@@ -403,6 +398,23 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "email", p)
 }
 
+// emailAndRaw reads the email of the request's {id} and its source, or
+// answers the failure and returns false.
+func (u *webUI) emailAndRaw(w http.ResponseWriter, r *http.Request) (storage.Email, []byte, bool) {
+	id := r.PathValue("id")
+	e, err := u.s.db.Email(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return storage.Email{}, nil, false
+	}
+	raw, err := u.s.db.Raw(r.Context(), id)
+	if err != nil {
+		u.fail(w, r, err)
+		return storage.Email{}, nil, false
+	}
+	return e, raw, true
+}
+
 type sourcePage struct {
 	Email     storage.Email
 	Source    string
@@ -411,15 +423,8 @@ type sourcePage struct {
 
 // handleSource shows the message as received, as escaped text.
 func (u *webUI) handleSource(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	e, err := u.s.db.Email(r.Context(), id)
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	raw, err := u.s.db.Raw(r.Context(), id)
-	if err != nil {
-		u.fail(w, r, err)
+	e, raw, ok := u.emailAndRaw(w, r)
+	if !ok {
 		return
 	}
 	p := sourcePage{Email: e}
@@ -438,9 +443,7 @@ func (u *webUI) handleDownload(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + ".eml"}))
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	writeBytes(w, "message/rfc822", raw)
+	writeAttachment(w, attachment{Filename: id + ".eml", ContentType: "message/rfc822", Data: raw})
 }
 
 // handleAttachment serves one file of a message, always as a download and
