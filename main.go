@@ -701,26 +701,12 @@ func listenControl(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// keyStore is what the keys commands need; *storage.DB and controlClient
-// (a running server, over its control socket) both provide it.
-type keyStore interface {
-	CreateKey(ctx context.Context, name string) (storage.Key, string, error)
-	Keys(ctx context.Context) ([]storage.Key, error)
-	RevokeKey(ctx context.Context, idOrName string) (storage.Key, error)
-}
-
-// openKeyStore talks to the running server when there is one, since bbolt
-// lets only one process open the file; otherwise it opens the file itself,
-// creating it when needed.
-func openKeyStore(cmd *cobra.Command) (keyStore, func(), error) {
-	st, done, _, err := openStore(cmd, true)
-	return st, done, err
-}
-
 // store is what the CLI commands need of a data file: *storage.DB, or a
 // controlClient when a running server holds the file.
 type store interface {
-	keyStore
+	CreateKey(ctx context.Context, name string) (storage.Key, string, error)
+	Keys(ctx context.Context) ([]storage.Key, error)
+	RevokeKey(ctx context.Context, idOrName string) (storage.Key, error)
 	Stats(ctx context.Context) (storage.Stats, error)
 	Inboxes(ctx context.Context) ([]storage.Inbox, error)
 	Check(ctx context.Context) (storage.CheckReport, error)
@@ -753,6 +739,17 @@ func openStore(cmd *cobra.Command, create bool) (_ store, done func(), _ Config,
 	return db, func() { db.Close() }, cfg, nil
 }
 
+// withStore runs fn on the store of cmd's data file (see openStore) and
+// releases it after.
+func withStore(cmd *cobra.Command, create bool, fn func(st store, cfg Config) error) error {
+	st, done, cfg, err := openStore(cmd, create)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(st, cfg)
+}
+
 // dataFlagUsage explains --data, which every command has.
 const dataFlagUsage = "the bbolt data `FILE`; overrides data in the config file"
 
@@ -780,21 +777,18 @@ verifies a copy first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			st, done, cfg, err := openStore(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if args[0] == "-" {
-				_, err := st.Backup(ctx, cmd.OutOrStdout())
-				return err
-			}
-			n, err := backupTo(ctx, st, cfg.Data, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Wrote a copy of %s (%s) to %s.\n", cfg.Data, formatBytes(n), args[0])
-			return nil
+			return withStore(cmd, false, func(st store, cfg Config) error {
+				if args[0] == "-" {
+					_, err := st.Backup(ctx, cmd.OutOrStdout())
+					return err
+				}
+				n, err := backupTo(ctx, st, cfg.Data, args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Wrote a copy of %s (%s) to %s.\n", cfg.Data, formatBytes(n), args[0])
+				return nil
+			})
 		},
 	}
 	addDataFlag(cmd)
@@ -855,31 +849,28 @@ until it is done: mail waits (it is not refused) for that time.
 "burner check --data COPY" checks a backup.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, done, cfg, err := openStore(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			r, err := st.Check(cmd.Context())
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s: schema version %d, %s\n", cfg.Data, r.SchemaVersion, formatBytes(r.FileBytes))
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nmessages\t%d\nkeys\t%d\n", r.Emails, r.Inboxes, r.Messages, r.Keys)
-			tw.Flush()
-			if r.OK() {
-				fmt.Fprintln(out, "OK: the file is consistent and burner's indexes agree with it.")
-				return nil
-			}
-			for _, p := range r.Problems {
-				fmt.Fprintln(out, "problem:", p)
-			}
-			if r.More > 0 {
-				fmt.Fprintf(out, "... and %d more\n", r.More)
-			}
-			return fmt.Errorf("%s: %d problem(s) found; restore a backup (docs/deploy.md)", cfg.Data, len(r.Problems)+r.More)
+			return withStore(cmd, false, func(st store, cfg Config) error {
+				r, err := st.Check(cmd.Context())
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "%s: schema version %d, %s\n", cfg.Data, r.SchemaVersion, formatBytes(r.FileBytes))
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nmessages\t%d\nkeys\t%d\n", r.Emails, r.Inboxes, r.Messages, r.Keys)
+				tw.Flush()
+				if r.OK() {
+					fmt.Fprintln(out, "OK: the file is consistent and burner's indexes agree with it.")
+					return nil
+				}
+				for _, p := range r.Problems {
+					fmt.Fprintln(out, "problem:", p)
+				}
+				if r.More > 0 {
+					fmt.Fprintf(out, "... and %d more\n", r.More)
+				}
+				return fmt.Errorf("%s: %d problem(s) found; restore a backup (docs/deploy.md)", cfg.Data, len(r.Problems)+r.More)
+			})
 		},
 	}
 	addDataFlag(cmd)
@@ -892,23 +883,20 @@ func newStatsCmd() *cobra.Command {
 		Short: "Show what the data file holds: emails, inboxes, size, oldest email, keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, done, _, err := openStore(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			s, err := st.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			oldest := "none"
-			if !s.Oldest.IsZero() {
-				oldest = fmt.Sprintf("%s (%s ago)", s.Oldest.UTC().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Second))
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, the data file)\noldest email\t%s\nkeys\t%d\n",
-				s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), oldest, s.Keys)
-			return tw.Flush()
+			return withStore(cmd, false, func(st store, _ Config) error {
+				s, err := st.Stats(cmd.Context())
+				if err != nil {
+					return err
+				}
+				oldest := "none"
+				if !s.Oldest.IsZero() {
+					oldest = fmt.Sprintf("%s (%s ago)", s.Oldest.UTC().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Second))
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, the data file)\noldest email\t%s\nkeys\t%d\n",
+					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), oldest, s.Keys)
+				return tw.Flush()
+			})
 		},
 	}
 	addDataFlag(cmd)
@@ -921,21 +909,18 @@ func newInboxesCmd() *cobra.Command {
 		Short: "List the inboxes that hold mail: name, number of emails, newest",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, done, _, err := openStore(cmd, false)
-			if err != nil {
-				return err
-			}
-			defer done()
-			ins, err := st.Inboxes(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "INBOX\tEMAILS\tNEWEST")
-			for _, in := range ins {
-				fmt.Fprintf(tw, "%s\t%d\t%s\n", in.Name, in.Emails, in.Newest.UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return withStore(cmd, false, func(st store, _ Config) error {
+				ins, err := st.Inboxes(cmd.Context())
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "INBOX\tEMAILS\tNEWEST")
+				for _, in := range ins {
+					fmt.Fprintf(tw, "%s\t%d\t%s\n", in.Name, in.Emails, in.Newest.UTC().Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	addDataFlag(cmd)
@@ -969,17 +954,14 @@ func newKeysCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := cmd.Flags().GetString("name")
-			ks, done, err := openKeyStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			k, secret, err := ks.CreateKey(cmd.Context(), name)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Created key %q (id %s). It is shown only this once:\n%s\n", k.Name, k.ID, secret)
-			return nil
+			return withStore(cmd, true, func(st store, _ Config) error {
+				k, secret, err := st.CreateKey(cmd.Context(), name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Created key %q (id %s). It is shown only this once:\n%s\n", k.Name, k.ID, secret)
+				return nil
+			})
 		},
 	}
 	create.Flags().String("name", "", "a unique `NAME` for the key, to list and revoke it by (required)")
@@ -990,25 +972,22 @@ func newKeysCmd() *cobra.Command {
 		Short: "List API keys: id, name, created, last used (never the secret)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ks, done, err := openKeyStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			all, err := ks.Keys(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED")
-			for _, k := range all {
-				last := "never"
-				if !k.LastUsed.IsZero() {
-					last = k.LastUsed.Format(time.RFC3339)
+			return withStore(cmd, true, func(st store, _ Config) error {
+				all, err := st.Keys(cmd.Context())
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Created.Format(time.RFC3339), last)
-			}
-			return tw.Flush()
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED")
+				for _, k := range all {
+					last := "never"
+					if !k.LastUsed.IsZero() {
+						last = k.LastUsed.Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Created.Format(time.RFC3339), last)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 
@@ -1017,20 +996,17 @@ func newKeysCmd() *cobra.Command {
 		Short: "Revoke an API key; it stops working at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ks, done, err := openKeyStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			k, err := ks.RevokeKey(cmd.Context(), args[0])
-			if errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("no key with id or name %q", args[0])
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Revoked key %q (id %s).\n", k.Name, k.ID)
-			return nil
+			return withStore(cmd, true, func(st store, _ Config) error {
+				k, err := st.RevokeKey(cmd.Context(), args[0])
+				if errors.Is(err, storage.ErrNotFound) {
+					return fmt.Errorf("no key with id or name %q", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Revoked key %q (id %s).\n", k.Name, k.ID)
+				return nil
+			})
 		},
 	}
 	keys.AddCommand(create, list, revoke)
