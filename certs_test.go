@@ -90,33 +90,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startAppConfig starts burner in-process on the config file cfgFile,
-// logging to log and to the test, and returns it with the first key it
-// printed ("" when the file had keys already).
-func startAppConfig(t *testing.T, cfgFile string, log io.Writer) *testApp {
-	t.Helper()
-	cmd := newServeCmd()
-	cmd.Flags().String("config", "", "")
-	if err := cmd.ParseFlags([]string{"--config", cfgFile}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var notice bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(log, t.Output()), nil))
-	a, err := start(context.Background(), cfg, logger, &notice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ta := &testApp{app: a, config: cfgFile, data: cfg.Data, key: keyRE.FindString(notice.String()), cancel: cancel, done: make(chan error, 1)}
-	go func() { ta.done <- a.run(ctx) }()
-	t.Cleanup(ta.stop)
-	return ta
-}
-
 func serial(state tls.ConnectionState) int64 {
 	if len(state.PeerCertificates) == 0 {
 		return -1
@@ -268,10 +241,7 @@ func TestTLSConfigErrors(t *testing.T) {
 		{fmt.Sprintf("data = %q\n[smtp]\nlisten = \"127.0.0.1:0\"\ntls_cert = \"missing.pem\"\ntls_key = \"missing.key\"\n[http]\nlisten = \"127.0.0.1:0\"\n",
 			filepath.Join(dir, "b.db")), "smtp.tls_cert: load certificate missing.pem"},
 	} {
-		cmd := newServeCmd()
-		cmd.Flags().String("config", "", "")
-		cmd.ParseFlags([]string{"--config", writeConfig(t, tc.file)})
-		cfg, err := loadConfig(cmd)
+		cfg, err := serveConfig(writeConfig(t, tc.file))
 		if err == nil {
 			_, err = start(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 		}

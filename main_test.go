@@ -139,37 +139,54 @@ type testApp struct {
 	config string // the config file the CLI can be pointed at
 	data   string // the data file
 	key    string // the first API key, printed at start
+	notice string // what start printed for the operator
 	cancel context.CancelFunc
 	done   chan error
 }
 
 var keyRE = regexp.MustCompile(`bnr_[A-Za-z0-9_-]{43}`)
 
+// serveConfig loads cfgFile as `burner serve --config cfgFile` would.
+func serveConfig(cfgFile string) (Config, error) {
+	cmd := newServeCmd()
+	cmd.Flags().String("config", "", "")
+	if err := cmd.ParseFlags([]string{"--config", cfgFile}); err != nil {
+		return Config{}, err
+	}
+	return loadConfig(cmd)
+}
+
+// startApp starts burner in-process on loopback ports, inbox domains
+// inbox.test and other.test, a new data file, and the config lines extra;
+// it checks that start printed a first key.
 func startApp(t *testing.T, extra string) *testApp {
 	t.Helper()
 	data := filepath.Join(t.TempDir(), "burner.db")
 	cfgFile := writeConfig(t, fmt.Sprintf("data = %q\n%s[smtp]\nlisten = \"127.0.0.1:0\"\ndomains = [\"inbox.test\", \"Other.Test\"]\n[http]\nlisten = \"127.0.0.1:0\"\n", data, extra))
-	cmd := newServeCmd()
-	cmd.Flags().String("config", "", "")
-	if err := cmd.ParseFlags([]string{"--config", cfgFile}); err != nil {
-		t.Fatal(err)
+	ta := startAppConfig(t, cfgFile, io.Discard)
+	if ta.key == "" || !strings.Contains(ta.notice, "burner keys") {
+		t.Fatalf("start printed %q; want the first key and how to manage keys", ta.notice)
 	}
-	cfg, err := loadConfig(cmd)
+	return ta
+}
+
+// startAppConfig starts burner in-process on the config file cfgFile,
+// logging to log and to the test, and returns it with the first key it
+// printed ("" when the file had keys already).
+func startAppConfig(t *testing.T, cfgFile string, log io.Writer) *testApp {
+	t.Helper()
+	cfg, err := serveConfig(cfgFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var notice bytes.Buffer
-	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	a, err := start(context.Background(), cfg, log, &notice)
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(log, t.Output()), nil))
+	a, err := start(context.Background(), cfg, logger, &notice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := keyRE.FindString(notice.String())
-	if key == "" || !strings.Contains(notice.String(), "burner keys") {
-		t.Fatalf("start printed %q; want the first key and how to manage keys", notice.String())
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ta := &testApp{app: a, config: cfgFile, data: data, key: key, cancel: cancel, done: make(chan error, 1)}
+	ta := &testApp{app: a, config: cfgFile, data: cfg.Data, key: keyRE.FindString(notice.String()), notice: notice.String(), cancel: cancel, done: make(chan error, 1)}
 	go func() { ta.done <- a.run(ctx) }()
 	t.Cleanup(ta.stop)
 	return ta
@@ -343,10 +360,7 @@ func TestKeysWithoutServer(t *testing.T) {
 
 func TestSecondServeRefused(t *testing.T) {
 	ta := startApp(t, "")
-	cmd := newServeCmd()
-	cmd.Flags().String("config", "", "")
-	cmd.ParseFlags([]string{"--config", ta.config})
-	cfg, err := loadConfig(cmd)
+	cfg, err := serveConfig(ta.config)
 	if err != nil {
 		t.Fatal(err)
 	}
