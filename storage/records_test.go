@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -236,4 +237,23 @@ func TestHeaderFilterAsReceived(t *testing.T) {
 			t.Errorf("List(header %v) = %q, want %q", tc.h, got, tc.want)
 		}
 	}
+}
+
+// TestFoldConcurrently: fold shares one Caser between goroutines, which is
+// safe only while x/text's Fold keeps no state; -race says if that changes.
+func TestFoldConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if got := fold("Straße ÅNGSTRÖM"); got != "strasse ångström" {
+					t.Errorf("fold = %q", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
