@@ -79,15 +79,25 @@ func newAPI(t testing.TB) *apiTest {
 
 func newAPILog(t testing.TB, log *slog.Logger) *apiTest {
 	t.Helper()
+	a, _ := newAPIOptions(t, Options{}, log)
+	return a
+}
+
+// newAPIOptions is newAPI with opts (its clock set to the fake one) and
+// log; it also returns the Server, for tests that look inside.
+func newAPIOptions(t testing.TB, opts Options, log *slog.Logger) (*apiTest, *Server) {
+	t.Helper()
 	c := newClock()
 	db := openDBWith(t, storage.Options{Now: c.Now})
 	_, key, err := db.CreateKey(context.Background(), "test")
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}
-	srv := httptest.NewServer(New(db, Options{}, log).Handler())
+	opts.Now = c.Now
+	s := New(db, opts, log)
+	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &apiTest{t: t, db: db, clock: c, srv: srv, key: key}
+	return &apiTest{t: t, db: db, clock: c, srv: srv, key: key}, s
 }
 
 // deliver stores m for to one second after the previous delivery, so that

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -29,22 +28,14 @@ type uiTest struct {
 
 func newUI(t *testing.T, opts Options) *uiTest {
 	t.Helper()
-	c := newClock()
-	db := openDBWith(t, storage.Options{Now: c.Now})
-	_, key, err := db.CreateKey(context.Background(), "test")
-	if err != nil {
-		t.Fatalf("CreateKey: %v", err)
-	}
-	opts.UI, opts.Now = true, c.Now
-	s := New(db, opts, testLogger(t))
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
+	opts.UI = true
+	a, s := newAPIOptions(t, opts, testLogger(t))
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{
 		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &uiTest{apiTest: &apiTest{t: t, db: db, clock: c, srv: srv, key: key}, s: s, client: client}
+	return &uiTest{apiTest: a, s: s, client: client}
 }
 
 // get fetches path as the browser.
