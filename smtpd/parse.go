@@ -66,20 +66,10 @@ func newPolicy() *bluemonday.Policy {
 	p.AddTargetBlankToFullyQualifiedLinks(true)
 
 	// Email is laid out with inline styles, since clients strip <style>.
-	// Each property is checked by bluemonday's value handler for it, which
-	// rejects url(), expression() and the like; display and position are
-	// left out so a message cannot cover the page around it.
-	p.AllowStyles(
-		"color", "background-color",
-		"font-size", "font-weight", "font-style", "font-family",
-		"text-align", "text-decoration", "line-height", "vertical-align",
-		"width", "height",
-		"padding", "padding-top", "padding-right", "padding-bottom", "padding-left",
-		"margin", "margin-top", "margin-right", "margin-bottom", "margin-left",
-		"border", "border-top", "border-right", "border-bottom", "border-left",
-		"border-color", "border-style", "border-width", "border-collapse", "border-spacing",
-		"border-radius",
-	).Globally()
+	// They pass here unchecked and render filters them (style.go), which
+	// is much cheaper than bluemonday's AllowStyles; nothing may use this
+	// policy without render.
+	p.AllowAttrs("style").Globally()
 
 	// The presentational attributes of table-based email layouts.
 	color := regexp.MustCompile(`(?i)^(#[0-9a-f]{3,8}|[a-z]{3,20})$`)
@@ -91,6 +81,15 @@ func newPolicy() *bluemonday.Policy {
 	p.AllowAttrs("face").Matching(regexp.MustCompile(`^[\p{L}\p{N}\s,'"-]{1,100}$`)).OnElements("font")
 	p.AllowAttrs("size").Matching(regexp.MustCompile(`^[+-]?[1-7]$`)).OnElements("font")
 	return p
+}
+
+// sanitize returns the HTML part html made safe to show, with its visible
+// text and links (see render).
+func (p *parser) sanitize(html string) (body, text string, links []string) {
+	// NUL has no place in HTML (browsers replace it); bluemonday would
+	// keep it, escaped, in the body. The policy leaves a line break for
+	// each element it removes; around the body they are only noise.
+	return render(strings.TrimSpace(p.policy.Sanitize(strings.ReplaceAll(html, "\x00", ""))))
 }
 
 // hasHost reports whether u names a host, as an absolute http(s) URL does.
@@ -124,13 +123,8 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 	}
 	switch {
 	case parts.html != nil:
-		// The policy leaves a line break for each element it removes;
-		// around the body they are only noise.
-		// NUL has no place in HTML (browsers replace it); bluemonday would
-		// keep it, escaped, in the body.
-		body := strings.TrimSpace(p.policy.Sanitize(strings.ReplaceAll(*parts.html, "\x00", "")))
+		body, text, links := p.sanitize(*parts.html)
 		m.Body = &body
-		text, links := visibleText(body)
 		m.Text = joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain)
 		m.Links = links
 		m.Plain = plain
@@ -138,11 +132,10 @@ func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error)
 			m.Plain = text
 		}
 	case parts.plain != nil:
-		body := p.policy.Sanitize(plainToHTML(*parts.plain))
-		m.Body = &body
 		// The visible text is the plain part itself, so it is not added
 		// a second time.
-		text, links := visibleText(body)
+		body, text, links := render(p.policy.Sanitize(plainToHTML(*parts.plain)))
+		m.Body = &body
 		m.Text = joinNonEmpty(text, strings.Join(links, "\n"))
 		m.Links = links
 		m.Plain = plain
@@ -465,22 +458,41 @@ var blockElements = map[string]bool{
 }
 
 // hiddenElements hold text no reader sees. The policy removes them all
-// already; visibleText skips them in case that ever changes.
+// already; render skips them in case that ever changes.
 var hiddenElements = map[string]bool{"script": true, "style": true, "title": true}
 
-// visibleText returns the text a reader sees in the sanitized HTML body,
-// one line per block with runs of white space made one space, and the
-// distinct link targets of its <a> elements, in order.
-func visibleText(body string) (text string, links []string) {
+// render makes the last pass over body, bluemonday's output: it filters
+// each style attribute with cleanStyle (the policy lets them through
+// unchecked, see style.go) and collects the text a reader sees, one line
+// per block with runs of white space made one space, and the distinct link
+// targets of its <a> elements, in order. The body comes back unchanged,
+// not copied, when it has no style to filter.
+func render(body string) (clean, text string, links []string) {
 	b := make([]byte, 0, len(body))
-	var seen map[string]bool
-	hidden, pre := 0, 0
+	var (
+		seen      map[string]bool
+		out       []byte // the rewritten body; nil while nothing changed
+		copied    int    // body[:copied] is in out
+		pos       int    // where the current token starts in body
+		hidden    int
+		pre       int
+		attrs     []xhtml.Attribute
+		rewritten bool
+	)
 	z := xhtml.NewTokenizer(strings.NewReader(body))
 	for {
 		tt := z.Next()
+		// Tokens tile the input, so their raw lengths give their offsets.
+		start := pos
+		pos += len(z.Raw())
 		switch tt {
 		case xhtml.ErrorToken:
-			return tidyLines(b), links
+			if out != nil {
+				clean = string(append(out, body[copied:]...))
+			} else {
+				clean = body
+			}
+			return clean, tidyLines(b), links
 		case xhtml.TextToken:
 			if hidden > 0 {
 				continue
@@ -497,11 +509,13 @@ func visibleText(body string) (text string, links []string) {
 				b = append(b, c)
 			}
 		case xhtml.StartTagToken, xhtml.EndTagToken, xhtml.SelfClosingTagToken:
+			styled := tt != xhtml.EndTagToken && strings.Contains(body[start:pos], "style=")
 			name, hasAttr := z.TagName()
 			if blockElements[string(name)] {
 				b = append(b, '\n')
 			}
-			switch tag := string(name); {
+			tag := string(name)
+			switch {
 			case hiddenElements[tag] && tt == xhtml.StartTagToken:
 				hidden++
 			case hiddenElements[tag] && tt == xhtml.EndTagToken && hidden > 0:
@@ -510,19 +524,43 @@ func visibleText(body string) (text string, links []string) {
 				pre++
 			case tag == "pre" && tt == xhtml.EndTagToken && pre > 0:
 				pre--
-			case tag == "a" && tt != xhtml.EndTagToken:
-				for hasAttr {
-					var key, val []byte
-					key, val, hasAttr = z.TagAttr()
-					if string(key) == "href" && len(val) > 0 && !seen[string(val)] {
-						if seen == nil {
-							seen = map[string]bool{}
-						}
-						href := string(val)
-						seen[href] = true
-						links = append(links, href)
+			}
+			if !hasAttr || tt == xhtml.EndTagToken || (tag != "a" && !styled) {
+				continue
+			}
+			attrs, rewritten = attrs[:0], false
+			for hasAttr {
+				var key, val []byte
+				key, val, hasAttr = z.TagAttr()
+				a := xhtml.Attribute{Key: string(key), Val: string(val)}
+				switch {
+				case a.Key == "style":
+					a.Val = cleanStyle(a.Val)
+					rewritten = true
+				case tag == "a" && a.Key == "href" && a.Val != "" && !seen[a.Val]:
+					if seen == nil {
+						seen = map[string]bool{}
 					}
+					seen[a.Val] = true
+					links = append(links, a.Val)
 				}
+				attrs = append(attrs, a)
+			}
+			if rewritten {
+				out = append(append(out, body[copied:start]...), '<')
+				out = append(out, tag...)
+				for _, a := range attrs {
+					if a.Key == "style" && a.Val == "" {
+						continue
+					}
+					out = append(append(append(out, ' '), a.Key...), `="`...)
+					out = append(append(out, html.EscapeString(a.Val)...), '"')
+				}
+				if tt == xhtml.SelfClosingTagToken {
+					out = append(out, '/')
+				}
+				out = append(out, '>')
+				copied = pos
 			}
 		}
 	}
