@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -468,11 +469,18 @@ var hiddenElements = map[string]bool{"script": true, "style": true, "title": tru
 // targets of its <a> elements, in order. The body comes back unchanged,
 // not copied, when it has no style to filter.
 func render(body string) (clean, text string, links []string) {
-	b := make([]byte, 0, len(body))
+	bufs := renderBuffers.Get().(*[2][]byte)
+	b, out := bufs[0][:0], bufs[1][:0] // the text; the rewritten body
+	defer func() {
+		if cap(b)+cap(out) <= maxPooledBuffer {
+			bufs[0], bufs[1] = b, out
+			renderBuffers.Put(bufs)
+		}
+	}()
 	var (
 		seen      map[string]bool
-		out       []byte // the rewritten body; nil while nothing changed
-		copied    int    // body[:copied] is in out
+		changed   bool // out holds the rewritten body
+		copied    int  // body[:copied] is in out
 		pos       int    // where the current token starts in body
 		hidden    int
 		pre       int
@@ -487,8 +495,9 @@ func render(body string) (clean, text string, links []string) {
 		pos += len(z.Raw())
 		switch tt {
 		case xhtml.ErrorToken:
-			if out != nil {
-				clean = string(append(out, body[copied:]...))
+			if changed {
+				out = append(out, body[copied:]...)
+				clean = string(out)
 			} else {
 				clean = body
 			}
@@ -535,8 +544,9 @@ func render(body string) (clean, text string, links []string) {
 				a := xhtml.Attribute{Key: string(key), Val: string(val)}
 				switch {
 				case a.Key == "style":
-					a.Val = cleanStyle(a.Val)
-					rewritten = true
+					if clean := cleanStyle(a.Val); clean != a.Val {
+						a.Val, rewritten = clean, true
+					}
 				case tag == "a" && a.Key == "href" && a.Val != "" && !seen[a.Val]:
 					if seen == nil {
 						seen = map[string]bool{}
@@ -547,6 +557,7 @@ func render(body string) (clean, text string, links []string) {
 				attrs = append(attrs, a)
 			}
 			if rewritten {
+				changed = true
 				out = append(append(out, body[copied:start]...), '<')
 				out = append(out, tag...)
 				for _, a := range attrs {
@@ -565,6 +576,10 @@ func render(body string) (clean, text string, links []string) {
 		}
 	}
 }
+
+// renderBuffers hold render's two buffers between messages: each is as
+// long as a body, and both are copied out before render returns.
+var renderBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
 
 // tidyLines makes each line of s its words joined by single spaces, and
 // drops the lines left empty: strings.Fields of each line, joined, in one
