@@ -481,7 +481,7 @@ func render(body string) (clean, text string, links []string) {
 		seen      map[string]bool
 		changed   bool // out holds the rewritten body
 		copied    int  // body[:copied] is in out
-		pos       int    // where the current token starts in body
+		pos       int  // where the tokens read so far end in body
 		hidden    int
 		pre       int
 		attrs     []xhtml.Attribute

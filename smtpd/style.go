@@ -56,7 +56,7 @@ func cleanStyle(css string) string {
 		}
 		prop, val = strings.TrimSpace(prop), strings.TrimSpace(val)
 		val = trimImportant(val)
-		if !allowedProperty(prop) || !safeStyleValue(val) {
+		if !allowedProperty(prop) || !safeStyleValue(val) || legacyHook(val) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -185,4 +185,23 @@ func safeQuoted(s string) bool {
 		}
 	}
 	return true
+}
+
+// legacyHook reports whether val names behavior or -moz-binding, the old
+// ways of running script from CSS. Both are properties, so as values they
+// do nothing; they are dropped all the same, so that no stored style holds
+// them.
+func legacyHook(val string) bool {
+	return containsFold(val, "behavior") || containsFold(val, "binding")
+}
+
+// containsFold reports whether s contains the lower-case ASCII word sub,
+// in any case, without allocating.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,6 +37,8 @@ func TestCleanStyle(t *testing.T) {
 		{"color:", ""},
 		{"", ""},
 		{"colour: red", ""},
+		{"font-family: Behavior, Arial", ""},
+		{"font-family: x-moz-BINDING", ""},
 		{"c\u043elor: red", ""}, // a Cyrillic o
 		{"color: " + strings.Repeat("a", maxStyle), ""},
 	} {
@@ -79,4 +81,28 @@ func BenchmarkCleanStyle(b *testing.B) {
 			b.Fatal("cleanStyle dropped everything")
 		}
 	}
+}
+
+// FuzzCleanStyle checks what render relies on: cleanStyle keeps nothing a
+// browser could load or run, and a style it returns comes back unchanged
+// (render leaves such a tag alone, and a stored body stays as it was).
+func FuzzCleanStyle(f *testing.F) {
+	for _, v := range []string{
+		"color: red; font-family: 'Helvetica Neue', Arial",
+		"background: url(javascript:alert(1))",
+		"width: expr\\65ssion(alert(1))",
+		"color: rgb(1, 2, 3) !important; -webkit-border-radius: 4px",
+		"font-family: 'a;b:url(x)'",
+	} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, css string) {
+		clean := cleanStyle(css)
+		if bad := unsafeCSS(clean); bad != "" {
+			t.Fatalf("cleanStyle(%q) = %q, which has %s", css, clean, bad)
+		}
+		if again := cleanStyle(clean); again != clean {
+			t.Fatalf("cleanStyle(%q) = %q, but cleanStyle(%q) = %q", css, clean, clean, again)
+		}
+	})
 }
