@@ -518,6 +518,9 @@ func render(body string) (clean, text string, links []string) {
 				b = append(b, c)
 			}
 		case xhtml.StartTagToken, xhtml.EndTagToken, xhtml.SelfClosingTagToken:
+			// bluemonday writes every attribute it keeps as key="value",
+			// the key lower-cased by the tokenizer, so a style attribute,
+			// however the sender spelled it, reads style= here.
 			styled := tt != xhtml.EndTagToken && strings.Contains(body[start:pos], "style=")
 			name, hasAttr := z.TagName()
 			if blockElements[string(name)] {
