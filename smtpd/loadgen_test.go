@@ -5,18 +5,9 @@ package smtpd
 // ceiling in the same run. docs/performance.md says how to run it.
 
 import (
-	"bytes"
-	"context"
-	"flag"
-	"fmt"
 	"io"
-	"math/rand/v2"
-	"mime/quotedprintable"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,128 +15,9 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"burner/internal/benchdata"
 	"burner/storage"
 )
-
-// mailGen makes realistic mail: multipart/alternative messages of about
-// 4 KB whose HTML part is a table-based newsletter layout and whose plain
-// part is the text of that HTML, in natural-ish words from a vocabulary of
-// a few hundred (../testdata/words.txt), drawn with a Zipf distribution as
-// the words of real text are.
-type mailGen struct {
-	rng   *rand.Rand
-	zipf  *rand.Zipf
-	words []string
-}
-
-func newMailGen(tb testing.TB, seed uint64) *mailGen {
-	tb.Helper()
-	words := strings.Fields(string(mustRead(tb, "../testdata/words.txt")))
-	rng := rand.New(rand.NewPCG(seed, 42))
-	return &mailGen{rng: rng, zipf: rand.NewZipf(rng, 1.1, 2, uint64(len(words)-1)), words: words}
-}
-
-func (g *mailGen) word() string { return g.words[g.zipf.Uint64()] }
-
-// sentence returns min to max words, capitalized, ending in a full stop.
-func (g *mailGen) sentence(min, max int) string {
-	n := min + g.rng.IntN(max-min+1)
-	ws := make([]string, n)
-	for i := range ws {
-		ws[i] = g.word()
-	}
-	ws[0] = strings.ToUpper(ws[0][:1]) + ws[0][1:]
-	return strings.Join(ws, " ") + "."
-}
-
-func (g *mailGen) paragraph() string {
-	ss := make([]string, 2+g.rng.IntN(3))
-	for i := range ss {
-		ss[i] = g.sentence(8, 18)
-	}
-	return strings.Join(ss, " ")
-}
-
-// message returns a message to the address to, with CRLF line endings, of
-// about 4 KB.
-func (g *mailGen) message(to string) []byte {
-	site := fmt.Sprintf("shop%d.example.com", g.rng.IntN(50))
-	subject := strings.TrimSuffix(g.sentence(4, 9), ".")
-	headline := strings.TrimSuffix(g.sentence(3, 7), ".")
-	paras := make([]string, 4+g.rng.IntN(3))
-	for i := range paras {
-		paras[i] = g.paragraph()
-	}
-	link := fmt.Sprintf("https://%s/%s/%x", site, g.word(), g.rng.Uint64())
-	linkText := strings.TrimSuffix(g.sentence(2, 4), ".")
-	footer := g.sentence(8, 14)
-	unsubscribe := fmt.Sprintf("https://%s/unsubscribe/%x", site, g.rng.Uint64())
-	boundary := fmt.Sprintf("=_b_%x", g.rng.Uint64())
-
-	var m bytes.Buffer
-	fmt.Fprintf(&m, "From: \"%s Team\" <news@%s>\r\n", strings.ToUpper(site[:1])+site[1:5], site)
-	fmt.Fprintf(&m, "To: <%s>\r\n", to)
-	fmt.Fprintf(&m, "Subject: %s\r\n", subject)
-	fmt.Fprintf(&m, "Date: %s\r\n", time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC).Format(time.RFC1123Z))
-	fmt.Fprintf(&m, "Message-ID: <%x.%x@%s>\r\n", g.rng.Uint64(), g.rng.Uint32(), site)
-	fmt.Fprintf(&m, "List-Unsubscribe: <%s>\r\n", unsubscribe)
-	m.WriteString("MIME-Version: 1.0\r\n")
-	fmt.Fprintf(&m, "Content-Type: multipart/alternative; boundary=\"%s\"\r\n\r\n", boundary)
-
-	// The plain part: the text of the HTML, wrapped at 72 columns.
-	fmt.Fprintf(&m, "--%s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\n\r\n", boundary)
-	plain := []string{headline, "", "Hi " + g.word() + ","}
-	for _, p := range paras {
-		plain = append(plain, "", wrap(p, 72))
-	}
-	plain = append(plain, "", linkText+": "+link, "", footer, "Unsubscribe: "+unsubscribe)
-	m.WriteString(strings.ReplaceAll(strings.Join(plain, "\n"), "\n", "\r\n"))
-	m.WriteString("\r\n\r\n")
-
-	// The HTML part, quoted-printable as most bulk mail is.
-	var h strings.Builder
-	h.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>` + subject + `</title>`)
-	h.WriteString(`<style>body { margin: 0; } a { color: #0a58ca; }</style></head>` + "\n")
-	h.WriteString(`<body style="margin: 0; padding: 0">` + "\n")
-	h.WriteString(`<table width="100%" cellpadding="0" cellspacing="0" border="0" bgcolor="#f4f4f4"><tr><td align="center">` + "\n")
-	h.WriteString(`<table width="600" cellpadding="0" cellspacing="0" border="0" bgcolor="#ffffff"><tr>` +
-		`<td style="padding: 24px; font-family: Arial, sans-serif; font-size: 14px; line-height: 20px; color: #333333">` + "\n")
-	fmt.Fprintf(&h, `<h1 style="color: #0a58ca; font-size: 22px; margin: 0 0 16px 0">%s</h1>`+"\n", headline)
-	fmt.Fprintf(&h, "<p>Hi %s,</p>\n", plain[2][3:len(plain[2])-1])
-	for _, p := range paras {
-		fmt.Fprintf(&h, "<p style=\"margin: 0 0 12px 0\">%s</p>\n", p)
-	}
-	fmt.Fprintf(&h, `<p><a href="%s" style="color: #ffffff; background-color: #0a58ca; padding: 8px 16px; text-decoration: none">%s</a></p>`+"\n", link, linkText)
-	h.WriteString("</td></tr></table>\n")
-	fmt.Fprintf(&h, `<p style="font-size: 11px; color: #999999">%s <a href="%s">Unsubscribe</a></p>`+"\n", footer, unsubscribe)
-	h.WriteString("</td></tr></table>\n</body></html>\n")
-	fmt.Fprintf(&m, "--%s\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n", boundary)
-	var qp bytes.Buffer
-	w := quotedprintable.NewWriter(&qp)
-	w.Write([]byte(strings.ReplaceAll(h.String(), "\n", "\r\n")))
-	w.Close()
-	m.Write(qp.Bytes())
-	fmt.Fprintf(&m, "\r\n--%s--\r\n", boundary)
-	return m.Bytes()
-}
-
-// wrap breaks s into lines of at most width bytes at spaces.
-func wrap(s string, width int) string {
-	var b strings.Builder
-	n := 0
-	for i, w := range strings.Fields(s) {
-		if i > 0 && n+1+len(w) > width {
-			b.WriteByte('\n')
-			n = 0
-		} else if i > 0 {
-			b.WriteByte(' ')
-			n++
-		}
-		b.WriteString(w)
-		n += len(w)
-	}
-	return b.String()
-}
 
 // benchMail is one message of a load: its envelope and its data.
 type benchMail struct {
@@ -155,12 +27,10 @@ type benchMail struct {
 
 // benchMails returns n realistic messages spread over inboxes inboxes
 // (bench0@inbox.test, bench1@…).
-func benchMails(tb testing.TB, n, inboxes int) []benchMail {
-	g := newMailGen(tb, 1)
+func benchMails(n, inboxes int) []benchMail {
 	out := make([]benchMail, n)
-	for i := range out {
-		to := fmt.Sprintf("bench%d@inbox.test", i%inboxes)
-		out[i] = benchMail{to: to, data: g.message(to)}
+	for i, nl := range benchdata.Batch(n, inboxes) {
+		out[i] = benchMail{to: nl.To, data: nl.Data()}
 	}
 	return out
 }
@@ -175,15 +45,8 @@ type loadResult struct {
 func (r loadResult) report(b *testing.B) {
 	b.ReportMetric(float64(r.sent)/r.elapsed.Seconds(), "msgs/s")
 	slices.Sort(r.latency)
-	b.ReportMetric(percentile(r.latency, 50).Seconds()*1000, "p50-ms")
-	b.ReportMetric(percentile(r.latency, 99).Seconds()*1000, "p99-ms")
-}
-
-func percentile(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[(len(sorted)-1)*p/100]
+	b.ReportMetric(benchdata.Percentile(r.latency, 50).Seconds()*1000, "p50-ms")
+	b.ReportMetric(benchdata.Percentile(r.latency, 99).Seconds()*1000, "p99-ms")
 }
 
 // sendLoad sends n messages, taken in turn from mails, over conns parallel
@@ -308,9 +171,9 @@ const loadConns = 8
 // connections to the real daemon and, for the ratio, to a server that
 // discards them. It reports msgs/s and the time from the end of DATA to the
 // reply (p50, p99). "inboxes=1" delivers into one inbox that holds 10,000
-// emails before the run starts (but for smokeRun).
+// emails before the run starts (but in a smoke run: benchdata.SmokeRun).
 func BenchmarkIngest(b *testing.B) {
-	mails := benchMails(b, 1000, 100)
+	mails := benchMails(1000, 100)
 	b.Run("discard", func(b *testing.B) {
 		addr := startDiscard(b)
 		sendLoad(b, addr, loadConns, loadConns, mails) // connections warm, as below
@@ -323,12 +186,12 @@ func BenchmarkIngest(b *testing.B) {
 		sendLoad(b, addr, loadConns, b.N, mails).report(b)
 	})
 	b.Run("inboxes=1", func(b *testing.B) {
-		one := benchMails(b, 1000, 1)
+		one := benchMails(1000, 1)
 		var db *storage.DB
-		if smokeRun() {
+		if benchdata.SmokeRun() {
 			db = openDB(b) // skip the fill
 		} else {
-			db = openCopy(b, bigInbox(b))
+			db = benchdata.OpenCopy(b, bigInbox(b))
 		}
 		addr := startDaemon(b, db, Options{})
 		b.ResetTimer()
@@ -336,106 +199,17 @@ func BenchmarkIngest(b *testing.B) {
 	})
 }
 
-// smokeRun reports whether benchmarks run once each (-benchtime=1x, as CI
-// runs them), to check that they work rather than to measure: then they
-// skip building the big files.
-func smokeRun() bool {
-	f := flag.Lookup("test.benchtime")
-	return f != nil && f.Value.String() == "1x"
-}
-
-// benchFilesVersion names the cached benchmark files; change it when the
-// messages or the storage layout change.
-const benchFilesVersion = "v5"
-
-var bigInboxOnce struct {
-	sync.Once
-	path string
-	err  error
-}
-
 // bigInbox returns a data file whose inbox bench0 holds 10,000 realistic
-// emails, built once per machine under the temporary directory (it is not
-// modified: open a copy).
+// emails, parsed as the daemon parses them (open a copy: it is shared).
 func bigInbox(b *testing.B) string {
-	b.Helper()
-	o := &bigInboxOnce
-	o.Do(func() {
-		o.path = filepath.Join(os.TempDir(), "burner-bench-"+benchFilesVersion, "smtpd-one-inbox-10000.db")
-		if _, err := os.Stat(o.path); err == nil {
-			return
+	return benchdata.File(b, "smtpd-one-inbox-10000", func(path string) error {
+		p := newParser()
+		mails := benchMails(10_000, 1)
+		msgs, to := make([]*storage.Message, len(mails)), make([]string, len(mails))
+		for i, m := range mails {
+			msg, _ := p.parse(m.data, "loadgen@sender.test")
+			msgs[i], to[i] = &msg, m.to
 		}
-		o.err = buildFile(b, o.path, benchMails(b, 10_000, 1))
+		return benchdata.Fill(b, path, msgs, to)
 	})
-	if o.err != nil {
-		b.Fatal(o.err)
-	}
-	return o.path
-}
-
-// buildFile delivers mails, parsed as the daemon parses them, into a new
-// data file at path from 8 writers.
-func buildFile(b *testing.B, path string, mails []benchMail) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	os.Remove(tmp)
-	db, err := storage.Open(tmp, storage.Options{})
-	if err != nil {
-		return err
-	}
-	p := newParser()
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		first error
-		mu    sync.Mutex
-	)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(mails) {
-					return
-				}
-				msg, _ := p.parse(mails[i].data, "loadgen@sender.test")
-				if _, err := db.Deliver(context.Background(), &msg, []string{mails[i].to}); err != nil {
-					mu.Lock()
-					first = err
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := db.Close(); err != nil && first == nil {
-		first = err
-	}
-	if first != nil {
-		return first
-	}
-	return os.Rename(tmp, path)
-}
-
-// openCopy opens a copy of the data file at path, closed when b ends.
-func openCopy(b *testing.B, path string) *storage.DB {
-	b.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	dst := filepath.Join(b.TempDir(), "burner.db")
-	if err := os.WriteFile(dst, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	db, err := storage.Open(dst, storage.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	return db
 }

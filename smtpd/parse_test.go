@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"burner/internal/benchdata"
 	"burner/storage"
 )
 
@@ -405,7 +407,7 @@ func BenchmarkParse(b *testing.B) {
 		raw  []byte
 	}{
 		{"golden", mustRead(b, "testdata/multipart-alternative.eml")},
-		{"newsletter", newMailGen(b, 1).message("bench0@inbox.test")},
+		{"newsletter", benchdata.NewGen(1).Newsletter("bench0@inbox.test").Data()},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := newParser()
@@ -418,6 +420,45 @@ func BenchmarkParse(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestParseNewsletter checks that the messages the storage and server
+// benchmarks store are what the daemon would store: each field of
+// benchdata's Message is what parse makes of its raw source.
+func TestParseNewsletter(t *testing.T) {
+	p := newParser()
+	for _, nl := range benchdata.Batch(20, 3) {
+		want := nl.Message()
+		got, err := p.parse(want.Raw, "loadgen@sender.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := messageDiff(got, want); diff != "" {
+			t.Fatalf("parse of the newsletter to %s: %s", nl.To, diff)
+		}
+	}
+}
+
+// messageDiff names the first field in which got and want differ.
+func messageDiff(got, want storage.Message) string {
+	for _, f := range []struct {
+		name      string
+		got, want any
+	}{
+		{"From", got.From, want.From},
+		{"FromName", got.FromName, want.FromName},
+		{"Subject", *got.Subject, *want.Subject},
+		{"Body", *got.Body, *want.Body},
+		{"Text", got.Text, want.Text},
+		{"Plain", got.Plain, want.Plain},
+		{"Links", got.Links, want.Links},
+		{"Headers", got.Headers, want.Headers},
+	} {
+		if !reflect.DeepEqual(f.got, f.want) {
+			return fmt.Sprintf("%s = %q, want %q", f.name, f.got, f.want)
+		}
+	}
+	return ""
 }
 
 func TestParseHeaders(t *testing.T) {

@@ -1,4 +1,4 @@
-package storage
+package storage_test
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"burner/internal/benchdata"
 )
 
 // BenchmarkCommitIO measures the disk under a bbolt commit without bbolt:
@@ -20,7 +22,7 @@ import (
 func BenchmarkCommitIO(b *testing.B) {
 	const pageSize = 4096
 	fileSize := 64 << 20
-	if smokeRun() {
+	if benchdata.SmokeRun() {
 		fileSize = 1 << 20
 	}
 	path := filepath.Join(b.TempDir(), "pages")

@@ -58,7 +58,8 @@ func TestAppendSearchText(t *testing.T) {
 }
 
 // TestContentRoundTrip stores messages at the edges of the compact
-// encoding and reads every part back.
+// encoding and reads every part back; TestNewsletterRoundTrip does the same
+// for a realistic one.
 func TestContentRoundTrip(t *testing.T) {
 	db := openDB(t, Options{})
 	long := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 2000) // 114 KB
@@ -69,25 +70,8 @@ func TestContentRoundTrip(t *testing.T) {
 		{Subject: ptr("long"), Body: ptr("<p>" + long + "</p>"), Text: long + "\n" + long, Plain: long,
 			Links: []string{"https://a.test/", "mailto:b@c.test"}, Headers: []Header{{"X-Test-Run", "Run 42"}, {"Subject", "long"}},
 			Raw: []byte("Subject: long\r\n\r\n" + long + long)},
-		newMsgGen(t, 7).message("r@x.org"),
 	} {
-		got, err := db.Deliver(context.Background(), msg, []string{"r@x.org"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := got[0].ID
-		e, err := db.Email(context.Background(), id)
-		if err != nil || (e.Body == nil) != (msg.Body == nil) || e.Body != nil && *e.Body != *msg.Body {
-			t.Errorf("Email(%s).Body = %.40q, %v; want %.40q", id, deref(e.Body), err, deref(msg.Body))
-		}
-		raw, err := db.Raw(context.Background(), id)
-		if err != nil || !bytes.Equal(raw, msg.Raw) {
-			t.Errorf("Raw(%s) = %d bytes, %v; want the %d stored", id, len(raw), err, len(msg.Raw))
-		}
-		c, err := db.Content(context.Background(), id)
-		if err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) || len(c.Links) != len(msg.Links) {
-			t.Errorf("Content(%s) = %.40q %q, %v; want %.40q %q", id, c.Plain, c.Links, err, msg.Plain, msg.Links)
-		}
+		roundTrip(t, db, msg)
 	}
 	for _, q := range []Query{
 		{Body: "DOLOR SIT"}, {Terms: []string{"long", "adipiscing"}}, {Header: &Header{"x-test-run", "RUN 42"}},
@@ -169,6 +153,29 @@ func TestOldRecordsRead(t *testing.T) {
 	}
 	if raw, err := db.Raw(context.Background(), got[1].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
 		t.Errorf("Raw of the other copy = %q, %v", raw, err)
+	}
+}
+
+// roundTrip delivers msg to r@x.org and checks that its body, raw source,
+// plain text and links read back as stored.
+func roundTrip(t *testing.T, db *DB, msg *Message) {
+	t.Helper()
+	got, err := db.Deliver(context.Background(), msg, []string{"r@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := got[0].ID
+	e, err := db.Email(context.Background(), id)
+	if err != nil || (e.Body == nil) != (msg.Body == nil) || e.Body != nil && *e.Body != *msg.Body {
+		t.Errorf("Email(%s).Body = %.40q, %v; want %.40q", id, deref(e.Body), err, deref(msg.Body))
+	}
+	raw, err := db.Raw(context.Background(), id)
+	if err != nil || !bytes.Equal(raw, msg.Raw) {
+		t.Errorf("Raw(%s) = %d bytes, %v; want the %d stored", id, len(raw), err, len(msg.Raw))
+	}
+	c, err := db.Content(context.Background(), id)
+	if err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) || len(c.Links) != len(msg.Links) {
+		t.Errorf("Content(%s) = %.40q %q, %v; want %.40q %q", id, c.Plain, c.Links, err, msg.Plain, msg.Links)
 	}
 }
 
