@@ -150,15 +150,17 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>"
-// header. RFC 9110 §11.1: the scheme is case-insensitive. The header must be
-// given once, with exactly one space between the scheme and a token that
-// contains no white space.
+// header. RFC 9110 §11: the scheme is case-insensitive, and one or more
+// spaces separate it from the credentials (RFC 6750: "Bearer" 1*SP
+// b64token). The header must be given once, with a token that contains no
+// white space.
 func bearerToken(h http.Header) (string, bool) {
 	values := h.Values("Authorization")
 	if len(values) != 1 {
 		return "", false
 	}
 	scheme, token, ok := strings.Cut(values[0], " ")
+	token = strings.TrimLeft(token, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
 		return "", false
 	}

@@ -221,7 +221,7 @@ func TestAuth(t *testing.T) {
 		{"other scheme", "Token " + a.key, false},
 		{"bearer without token", "Bearer", false},
 		{"bearer with empty token", "Bearer ", false},
-		{"two spaces", "Bearer  " + a.key, false},
+		{"two spaces", "Bearer  " + a.key, true}, // RFC 6750: 1*SP
 		{"two tokens", "Bearer " + a.key + " " + a.key, false},
 		{"tab", "Bearer\t" + a.key, false},
 		{"key alone", a.key, false},
@@ -453,6 +453,8 @@ func TestBearerToken(t *testing.T) {
 		{"bEaReR abc", "abc", true},
 		{"Bearer", "", false},
 		{"Bearer ", "", false},
+		{"Bearer   abc", "abc", true},
+		{"Bearer   ", "", false},
 		{"Bearer a b", "", false},
 		{"Bearer a\tb", "", false},
 		{" Bearer abc", "", false},
