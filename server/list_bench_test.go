@@ -11,9 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,37 +73,10 @@ func BenchmarkListHTTPParallel(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var (
-				next      atomic.Int64
-				wg        sync.WaitGroup
-				mu        sync.Mutex
-				latencies = make([]time.Duration, 0, b.N)
-			)
 			b.ReportAllocs()
 			b.ResetTimer()
-			start := time.Now()
-			for range listClients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var mine []time.Duration
-					for next.Add(1) <= int64(b.N) {
-						d, err := get()
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mine = append(mine, d)
-					}
-					mu.Lock()
-					latencies = append(latencies, mine...)
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed, latencies := benchdata.Load(b, listClients, b.N, func(int, int) (time.Duration, error) { return get() })
 			b.StopTimer()
-			slices.Sort(latencies)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 			b.ReportMetric(benchdata.Percentile(latencies, 50).Seconds()*1000, "p50-ms")
 			b.ReportMetric(benchdata.Percentile(latencies, 99).Seconds()*1000, "p99-ms")

@@ -10,10 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,19 +40,13 @@ func benchMails(n, inboxes int) []benchMail {
 type loadResult struct {
 	sent    int
 	elapsed time.Duration
-	latency []time.Duration // from the end of DATA to the 250, one per message
+	latency []time.Duration // from the end of DATA to the 250, one per message, sorted
 }
 
 // sendLoad sends n messages, taken in turn from mails, over conns parallel
 // connections to addr, and times each from its end of DATA to the reply.
 func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) loadResult {
 	tb.Helper()
-	var (
-		next      atomic.Int64
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		latencies = make([]time.Duration, 0, n)
-	)
 	clients := make([]*smtp.Client, conns)
 	for i := range clients {
 		c, err := smtp.Dial(addr)
@@ -67,32 +58,14 @@ func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) loadR
 		}
 		clients[i] = c
 	}
-	start := time.Now()
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					break
-				}
-				m := mails[i%len(mails)]
-				d, err := sendOne(c, m)
-				if err != nil {
-					tb.Errorf("message %d to %s: %v", i, m.to, err)
-					break
-				}
-				mine = append(mine, d)
-			}
-			mu.Lock()
-			latencies = append(latencies, mine...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, latencies := benchdata.Load(tb, conns, n, func(w, i int) (time.Duration, error) {
+		m := mails[i%len(mails)]
+		d, err := sendOne(clients[w], m)
+		if err != nil {
+			return 0, fmt.Errorf("message to %s: %w", m.to, err)
+		}
+		return d, nil
+	})
 	for _, c := range clients {
 		c.Quit()
 	}
@@ -238,7 +211,6 @@ func TestLoadGenerator(t *testing.T) {
 	mails := benchMails(1000, inboxes)
 	sendLoad(t, addr, loadConns, loadConns, mails)
 	r := sendLoad(t, addr, loadConns, n, mails)
-	slices.Sort(r.latency)
 	fmt.Printf("LOAD %d %d %d %d\n", r.sent, r.elapsed, benchdata.Percentile(r.latency, 50), benchdata.Percentile(r.latency, 99))
 }
 

@@ -14,6 +14,7 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,6 +337,46 @@ func OpenCopy(tb testing.TB, path string) *storage.DB {
 func SmokeRun() bool {
 	f := flag.Lookup("test.benchtime")
 	return f != nil && f.Value.String() == "1x"
+}
+
+// Load runs n operations from workers goroutines, each taking the next
+// operation in turn: op(w, i) runs operation i on worker w and returns the
+// time it measured. It returns the time the whole load took and the
+// measured times, sorted. An error fails tb and stops its worker.
+func Load(tb testing.TB, workers, n int, op func(w, i int) (time.Duration, error)) (time.Duration, []time.Duration) {
+	var (
+		next      atomic.Int64
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		latencies = make([]time.Duration, 0, n)
+	)
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					break
+				}
+				d, err := op(w, i)
+				if err != nil {
+					tb.Errorf("operation %d: %v", i, err)
+					break
+				}
+				mine = append(mine, d)
+			}
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(latencies)
+	return elapsed, latencies
 }
 
 // Percentile returns the p-th percentile of sorted durations, 0 for none.
