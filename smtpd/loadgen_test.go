@@ -36,16 +36,10 @@ func benchMails(n, inboxes int) []benchMail {
 	return out
 }
 
-// loadResult is what a load run measured.
-type loadResult struct {
-	sent    int
-	elapsed time.Duration
-	latency []time.Duration // from the end of DATA to the 250, one per message, sorted
-}
-
 // sendLoad sends n messages, taken in turn from mails, over conns parallel
 // connections to addr, and times each from its end of DATA to the reply.
-func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) loadResult {
+// It returns the time the load took and those times, sorted.
+func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) (time.Duration, []time.Duration) {
 	tb.Helper()
 	clients := make([]*smtp.Client, conns)
 	for i := range clients {
@@ -69,7 +63,7 @@ func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) loadR
 	for _, c := range clients {
 		c.Quit()
 	}
-	return loadResult{sent: n, elapsed: elapsed, latency: latencies}
+	return elapsed, latencies
 }
 
 // sendOne sends one message and returns the time from its end of data to
@@ -197,7 +191,8 @@ func runLoad(b *testing.B, addr string, inboxes int) {
 // TestLoadGenerator is BenchmarkIngest's load generator, run by it as a
 // separate process with BURNER_LOAD="addr messages inboxes". It first
 // sends one message per connection, untimed, to warm both ends, then the
-// load over fresh connections, and prints "LOAD sent elapsed p50 p99" (durations in nanoseconds).
+// load over fresh connections, and prints "LOAD sent elapsed p50 p99"
+// (durations in nanoseconds).
 func TestLoadGenerator(t *testing.T) {
 	spec := os.Getenv("BURNER_LOAD")
 	if spec == "" {
@@ -210,8 +205,8 @@ func TestLoadGenerator(t *testing.T) {
 	}
 	mails := benchMails(1000, inboxes)
 	sendLoad(t, addr, loadConns, loadConns, mails)
-	r := sendLoad(t, addr, loadConns, n, mails)
-	fmt.Printf("LOAD %d %d %d %d\n", r.sent, r.elapsed, benchdata.Percentile(r.latency, 50), benchdata.Percentile(r.latency, 99))
+	elapsed, latencies := sendLoad(t, addr, loadConns, n, mails)
+	fmt.Printf("LOAD %d %d %d %d\n", len(latencies), elapsed, benchdata.Percentile(latencies, 50), benchdata.Percentile(latencies, 99))
 }
 
 // bigInbox returns a data file whose inbox bench0 holds 10,000 realistic
