@@ -590,12 +590,8 @@ var renderBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
 func tidyLines(s []byte) string {
 	out := make([]byte, 0, len(s))
 	for len(s) > 0 {
-		line := s
-		if i := bytes.IndexByte(s, '\n'); i >= 0 {
-			line, s = s[:i], s[i+1:]
-		} else {
-			s = nil
-		}
+		var line []byte
+		line, s, _ = bytes.Cut(s, []byte{'\n'})
 		words, space := false, false
 		for i := 0; i < len(line); {
 			r, n := rune(line[i]), 1

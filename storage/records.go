@@ -662,12 +662,8 @@ func appendSearchText(dst []byte, text string) []byte {
 	folded := appendFold(make([]byte, 0, len(text)), text)
 	budget := maxDedupScan
 	for len(folded) > 0 {
-		line := folded
-		if i := bytes.IndexByte(folded, '\n'); i >= 0 {
-			line, folded = folded[:i], folded[i+1:]
-		} else {
-			folded = nil
-		}
+		var line []byte
+		line, folded, _ = bytes.Cut(folded, []byte{'\n'})
 		if len(line) == 0 {
 			continue
 		}
