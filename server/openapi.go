@@ -6,7 +6,9 @@ import (
 )
 
 // openAPI describes every route, parameter, response and error shape of
-// the API (OpenAPI 3.1). A test checks real responses against it.
+// the API (OpenAPI 3.1). Tests check real responses against it, and call
+// every route through the Go client oapi-codegen generates from it
+// (internal/apiclient, rebuilt with go generate ./server/...).
 //
 //go:embed openapi.json
 var openAPI []byte

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,19 +89,38 @@ func loadOpenAPI(t *testing.T, a *apiTest) *openAPISpec {
 	return &openAPISpec{doc: m, compiler: c, schemas: map[string]*jsonschema.Schema{}}
 }
 
-// lookup returns the value at the JSON pointer ptr ("#/a/b~1c").
+// lookup returns the value at the JSON pointer ptr ("#/a/b~1c/0").
 func (s *openAPISpec) lookup(ptr string) (any, bool) {
-	var v any = s.doc
+	return lookupPointer(s.doc, ptr)
+}
+
+// lookupPointer returns the value at the JSON pointer ptr in doc.
+func lookupPointer(doc any, ptr string) (any, bool) {
+	v := doc
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "#"), "/")[1:] {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
+		var ok bool
+		switch c := v.(type) {
+		case map[string]any:
+			v, ok = c[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
+		case []any:
+			var i int
+			i, ok = parseIndex(tok)
+			ok = ok && i < len(c)
+			if ok {
+				v = c[i]
+			}
 		}
-		if v, ok = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]; !ok {
+		if !ok {
 			return nil, false
 		}
 	}
 	return v, true
+}
+
+// parseIndex parses an array index of a JSON pointer (RFC 6901 §4).
+func parseIndex(tok string) (int, bool) {
+	i, err := strconv.Atoi(tok)
+	return i, err == nil && i >= 0 && (tok == "0" || tok[0] != '0')
 }
 
 // object returns the object at ptr, following a Reference Object, and the
@@ -485,4 +505,248 @@ func wantStatus(t *testing.T, what string, want int, res response) response {
 		t.Errorf("%s: status %d, want %d (body %s)", what, res.status, want, res.body)
 	}
 	return res
+}
+
+// generatorProblems walks the whole document for what code generators rely
+// on and JSON Schema validation does not catch:
+//   - every number has format double and every integer int32 or int64: a
+//     bare number becomes a float32 in a generated Go client, which holds a
+//     Unix time only to 128 seconds;
+//   - every header and parameter schema has a type: a generated client
+//     cannot bind a header of unknown type, and fails on the whole answer;
+//   - every property an object requires is one it defines.
+func generatorProblems(doc map[string]any) []string {
+	var problems []string
+	report := func(ptr, format string, args ...any) {
+		problems = append(problems, ptr+": "+fmt.Sprintf(format, args...))
+	}
+	// resolve follows local $refs from v, returning where it ends.
+	resolve := func(ptr string, v any) (string, map[string]any) {
+		for range 10 {
+			m, _ := v.(map[string]any)
+			ref, ok := m["$ref"].(string)
+			if !ok || !strings.HasPrefix(ref, "#/") {
+				return ptr, m
+			}
+			ptr = ref
+			v, _ = lookupPointer(doc, ref)
+		}
+		return ptr, nil
+	}
+	var defines func(ptr string, schema map[string]any, name string, depth int) bool
+	defines = func(ptr string, schema map[string]any, name string, depth int) bool {
+		if props, ok := schema["properties"].(map[string]any); ok && props[name] != nil {
+			return true
+		}
+		if depth > 10 {
+			return false
+		}
+		if ref, ok := schema["$ref"].(string); ok {
+			v, _ := lookupPointer(doc, ref)
+			target, _ := v.(map[string]any)
+			if defines(ref, target, name, depth+1) {
+				return true
+			}
+		}
+		all, _ := schema["allOf"].([]any)
+		for i, sub := range all {
+			m, _ := sub.(map[string]any)
+			if defines(pointer(ptr, "allOf", strconv.Itoa(i)), m, name, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	checkSchema := func(ptr string, m map[string]any) {
+		var types []any
+		switch typ := m["type"].(type) {
+		case string:
+			types = []any{typ}
+		case []any:
+			types = typ
+		}
+		format, _ := m["format"].(string)
+		if slices.Contains(types, "number") && format != "double" {
+			report(ptr, "a number of format %q, want double", format)
+		}
+		if slices.Contains(types, "integer") && format != "int32" && format != "int64" {
+			report(ptr, "an integer of format %q, want int32 or int64", format)
+		}
+		if required, ok := m["required"].([]any); ok {
+			for _, name := range required {
+				if s, _ := name.(string); !defines(ptr, m, s, 0) {
+					report(ptr, "requires the property %v, which it does not define", name)
+				}
+			}
+		}
+	}
+	// typed checks that a header's or a parameter's schema has a type.
+	typed := func(ptr string, v any) {
+		ptr, obj := resolve(ptr, v)
+		if obj == nil {
+			report(ptr, "not an object")
+			return
+		}
+		if _, ok := obj["content"]; ok && obj["schema"] == nil {
+			return // described by a media type, not a schema
+		}
+		sptr, schema := resolve(pointer(ptr, "schema"), obj["schema"])
+		if schema["type"] == nil {
+			report(sptr, "a schema without a type")
+		}
+	}
+
+	// The whole document, for schemas: the keys of these objects are names,
+	// not keywords, so a property may be called "default".
+	names := map[string]bool{
+		"properties": true, "patternProperties": true, "$defs": true, "dependentSchemas": true,
+		"paths": true, "responses": true, "content": true, "headers": true, "schemas": true,
+		"parameters": true, "securitySchemes": true, "requestBodies": true, "links": true,
+		"callbacks": true, "encoding": true, "pathItems": true, "webhooks": true,
+	}
+	// Values of these keywords are data, not schemas.
+	data := map[string]bool{"example": true, "examples": true, "default": true, "const": true, "enum": true}
+	var walk func(ptr, key string, v any)
+	walk = func(ptr, key string, v any) {
+		switch v := v.(type) {
+		case []any:
+			for i, e := range v {
+				walk(pointer(ptr, strconv.Itoa(i)), "", e)
+			}
+		case map[string]any:
+			if !names[key] {
+				checkSchema(ptr, v)
+			}
+			for k, e := range v {
+				if !names[key] && (data[k] || strings.HasPrefix(k, "x-")) {
+					continue
+				}
+				walk(pointer(ptr, k), k, e)
+			}
+		}
+	}
+	walk("#", "", doc)
+
+	// Headers and parameters, wherever the document defines them.
+	components, _ := doc["components"].(map[string]any)
+	headers, _ := components["headers"].(map[string]any)
+	for name, h := range headers {
+		typed(pointer("#/components/headers", name), h)
+	}
+	params, _ := components["parameters"].(map[string]any)
+	for name, p := range params {
+		typed(pointer("#/components/parameters", name), p)
+	}
+	checkResponses := func(ptr string, responses map[string]any) {
+		for status, r := range responses {
+			rptr, resp := resolve(pointer(ptr, status), r)
+			hs, _ := resp["headers"].(map[string]any)
+			for name, h := range hs {
+				typed(pointer(rptr, "headers", name), h)
+			}
+		}
+	}
+	responses, _ := components["responses"].(map[string]any)
+	checkResponses("#/components/responses", responses)
+	paths, _ := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		iptr, obj := resolve(pointer("#/paths", path), item)
+		for _, key := range append([]string{""}, specMethods...) {
+			optr, op := iptr, obj
+			if key != "" {
+				if op, _ = obj[key].(map[string]any); op == nil {
+					continue
+				}
+				optr = pointer(iptr, key)
+			}
+			ps, _ := op["parameters"].([]any)
+			for i, p := range ps {
+				typed(pointer(optr, "parameters", strconv.Itoa(i)), p)
+			}
+			if key != "" {
+				rs, _ := op["responses"].(map[string]any)
+				checkResponses(pointer(optr, "responses"), rs)
+			}
+		}
+	}
+	slices.Sort(problems)
+	return slices.Compact(problems)
+}
+
+func TestOpenAPIForGenerators(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	for _, p := range generatorProblems(doc) {
+		t.Errorf("openapi.json: %s", p)
+	}
+	license, _ := doc["info"].(map[string]any)["license"].(map[string]any)
+	if license["name"] != "MIT" || license["identifier"] != "MIT" {
+		t.Errorf("openapi.json: info.license = %v, want MIT, as LICENSE", license)
+	}
+}
+
+// The checks find each kind of problem, wherever it is, and only those.
+func TestGeneratorProblems(t *testing.T) {
+	const doc = `{
+	  "paths": {
+	    "/a": {
+	      "parameters": [{"name": "n", "in": "path", "schema": {"type": "integer"}}],
+	      "get": {
+	        "parameters": [
+	          {"name": "since", "in": "query", "schema": {"type": "number", "minimum": 0}},
+	          {"name": "ok", "in": "query", "schema": {"type": ["number", "null"], "format": "double"}},
+	          {"name": "bare", "in": "query", "schema": {"minimum": 0}},
+	          {"name": "h", "in": "header", "content": {"text/plain": {"schema": {"type": "string"}}}}
+	        ],
+	        "responses": {
+	          "default": {
+	            "description": "",
+	            "headers": {"Allow": {"schema": {"const": "GET"}}, "X-Ok": {"$ref": "#/components/headers/Ok"}},
+	            "content": {"application/json": {"schema": {
+	              "type": "object", "required": ["a", "b"], "properties": {"a": {"type": "integer", "format": "int64"}}
+	            }}}
+	          },
+	          "401": {"$ref": "#/components/responses/R"}
+	        }
+	      }
+	    }
+	  },
+	  "components": {
+	    "headers": {
+	      "Ok": {"schema": {"$ref": "#/components/schemas/S"}},
+	      "Bad": {"schema": {"$ref": "#/components/schemas/Bare"}}
+	    },
+	    "responses": {"R": {"description": "", "headers": {"WWW-Authenticate": {"schema": {"const": "Bearer"}}}}},
+	    "schemas": {
+	      "S": {"type": "string"},
+	      "Bare": {"const": "x"},
+	      "Sub": {"$ref": "#/components/schemas/Obj", "required": ["default", "c"]},
+	      "Obj": {
+	        "type": "object", "required": ["default"],
+	        "properties": {"default": {"type": "number", "format": "float"}, "examples": {"type": "integer", "format": "int32"}},
+	        "examples": [{"type": "number"}]
+	      }
+	    }
+	  }
+	}`
+	var m map[string]any
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`#/components/responses/R/headers/WWW-Authenticate/schema: a schema without a type`,
+		`#/components/schemas/Bare: a schema without a type`,
+		`#/components/schemas/Obj/properties/default: a number of format "float", want double`,
+		`#/components/schemas/Sub: requires the property c, which it does not define`,
+		`#/paths/~1a/get/parameters/0/schema: a number of format "", want double`,
+		`#/paths/~1a/get/parameters/2/schema: a schema without a type`,
+		`#/paths/~1a/get/responses/default/content/application~1json/schema: requires the property b, which it does not define`,
+		`#/paths/~1a/get/responses/default/headers/Allow/schema: a schema without a type`,
+		`#/paths/~1a/parameters/0/schema: an integer of format "", want int32 or int64`,
+	}
+	if got := generatorProblems(m); !slices.Equal(got, want) {
+		t.Errorf("generatorProblems found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
