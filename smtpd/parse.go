@@ -1,9 +1,12 @@
 package smtpd
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/url"
 	"regexp"
@@ -12,7 +15,7 @@ import (
 
 	"github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // registers ISO-8859-x, Windows-125x, … with go-message
-	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
 	"github.com/microcosm-cc/bluemonday"
 	htmlcharset "golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/charmap"
@@ -31,10 +34,18 @@ const maxDepth = 16
 // and used from many goroutines.
 type parser struct {
 	policy *bluemonday.Policy
+	// maxBody caps what is kept of a body, of its text and of the plain
+	// part, in bytes (Options.MaxBodyBytes): the work a message costs
+	// grows with what is kept, and a body past it is cut (see render.go).
+	maxBody int
 }
 
+// defaultMaxBody is Options.MaxBodyBytes when it is not set: 1 MiB is a
+// hundred times a newsletter's body.
+const defaultMaxBody = 1 << 20
+
 func newParser() *parser {
-	return &parser{policy: newPolicy()}
+	return &parser{policy: newPolicy(), maxBody: defaultMaxBody}
 }
 
 // newPolicy returns the policy every body goes through, whether it came as
@@ -80,15 +91,6 @@ func newPolicy() *bluemonday.Policy {
 	return p
 }
 
-// sanitize returns the HTML part html made safe to show, with its visible
-// text and links (see render).
-func (p *parser) sanitize(html string) (body, text string, links []string) {
-	// NUL has no place in HTML (browsers replace it); bluemonday would
-	// keep it, escaped, in the body. The policy leaves a line break for
-	// each element it removes; around the body they are only noise.
-	return render(strings.TrimSpace(p.policy.Sanitize(strings.ReplaceAll(html, "\x00", ""))))
-}
-
 // hasHost reports whether u names a host, as an absolute http(s) URL does.
 func hasHost(u *url.URL) bool { return u.Host != "" }
 
@@ -101,93 +103,168 @@ func hasHost(u *url.URL) bool { return u.Host != "" }
 // itself, not a copy.
 func (p *parser) parse(raw []byte, envelopeFrom string) (storage.Message, error) {
 	m := storage.Message{From: envelopeFrom, Raw: raw}
-	e, err := readEntity(raw)
+	h, e, err := readEntity(bytes.NewReader(raw))
 	if e == nil {
 		return m, fmt.Errorf("read message header: %w", err)
 	}
 
-	h := mail.Header{Header: e.Header}
-	m.From, m.FromName = sender(h, envelopeFrom)
+	m.From, m.FromName = sender(h.Get("From"), envelopeFrom)
 	m.Subject = subject(h)
 	m.Headers = headers(h)
 
-	var parts textParts
+	parts := textParts{maxBody: p.maxBody}
 	parts.walk(e, err, 0)
-
-	var plain string
-	if parts.plain != nil {
-		plain = strings.TrimSpace(normalizeNewlines(*parts.plain))
-	}
-	switch {
-	case parts.html != nil:
-		body, text, links := p.sanitize(*parts.html)
-		m.Body = &body
-		m.Text = joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain)
-		m.Links = links
-		m.Plain = plain
-		if parts.plain == nil {
-			m.Plain = text
-		}
-	case parts.plain != nil:
-		// The visible text is the plain part itself, so it is not added
-		// a second time.
-		body, text, links := render(p.policy.Sanitize(plainToHTML(*parts.plain)))
-		m.Body = &body
-		m.Text = joinNonEmpty(text, strings.Join(links, "\n"))
-		m.Links = links
-		m.Plain = plain
-	}
+	parts.adoptEmbedded()
+	p.body(&m, &parts)
 	return m, nil
 }
 
-// readEntity reads the header of raw and returns the message entity, whose
-// body decodes its transfer encoding and charset as it is read. A header
-// line go-message rejects (an mbox "From " line, a line without a colon,
-// a key with a space in it) is dropped and the header read again, so one
-// bad line does not cost the From and Subject around it. The error is
-// go-message's, and may report an unknown charset on a usable entity.
-func readEntity(raw []byte) (*message.Entity, error) {
-	e, err := message.Read(bytes.NewReader(raw))
-	if e != nil {
-		return e, err
+// maxHeaderBytes bounds a header, as go-message's reader does: a header
+// larger than 1 MiB is no mail.
+const maxHeaderBytes = 1 << 20
+
+// errHeaderTooBig is readEntity's error for a header over maxHeaderBytes.
+var errHeaderTooBig = errors.New("header exceeds 1 MiB")
+
+// readEntity reads a message (the whole message, or one embedded in a
+// message/rfc822 part) from r and returns its header as written and the
+// entity, whose body decodes its transfer encoding and charset as it is
+// read (see newEntity). Header lines go-message rejects are handled as
+// cleanHeader says. The error is go-message's, and may report an unknown
+// charset on a usable entity; the entity is nil only when the header could
+// not be read at all.
+func readEntity(r io.Reader) (message.Header, *message.Entity, error) {
+	br := bufio.NewReader(r)
+	block, err := headerBlock(br)
+	if err != nil {
+		return message.Header{}, nil, err
 	}
-	e, err2 := message.Read(bytes.NewReader(cleanHeader(raw)))
-	if e != nil {
-		return e, err2
+	var body io.Reader = br
+	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(block)))
+	if err != nil && err != io.EOF {
+		var rest []byte
+		block, rest = cleanHeader(block)
+		if th, err = textproto.ReadHeader(bufio.NewReader(bytes.NewReader(block))); err != nil && err != io.EOF {
+			return message.Header{}, nil, err
+		}
+		if len(rest) > 0 {
+			body = io.MultiReader(bytes.NewReader(rest), br)
+		}
 	}
-	return nil, err
+	h := message.Header{Header: th}
+	e, err := newEntity(h, body, "text/plain")
+	return h, e, err
 }
 
-// cleanHeader returns raw with the header lines that go-message would
-// reject removed: lines without a colon, keys with bytes outside RFC 5322
-// §2.2 ftext, and continuation lines that continue nothing.
-func cleanHeader(raw []byte) []byte {
-	out := make([]byte, 0, len(raw))
-	kept := false // whether the last field line was kept, for its continuations
-	rest := raw
-	for len(rest) > 0 {
+// headerBlock reads the header from br: the lines up to and including the
+// first blank one, or all of them if none is blank.
+func headerBlock(br *bufio.Reader) ([]byte, error) {
+	var block []byte
+	lineStart := true
+	for {
+		line, err := br.ReadSlice('\n')
+		blank := lineStart && (string(line) == "\n" || string(line) == "\r\n")
+		block = append(block, line...)
+		if len(block) > maxHeaderBytes {
+			return nil, errHeaderTooBig
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			lineStart = false
+			continue
+		case err == io.EOF:
+			return block, nil
+		case err != nil:
+			return nil, err
+		case blank:
+			return block, nil
+		}
+		lineStart = true
+	}
+}
+
+// newEntity returns the entity of header h and body, which is not yet
+// decoded. Its Content-Type is read by contentType, with defaultType for
+// none, and when go-message would read it otherwise (an RFC 2231 parameter
+// in a charset Go's mime package does not decode, a comment, a duplicate
+// parameter) go-message is handed what contentType read, so that the two
+// agree on the boundary and the charset. US-ASCII under any of its names
+// reaches go-message as us-ascii, which it passes through for toUTF8.
+func newEntity(h message.Header, body io.Reader, defaultType string) (*message.Entity, error) {
+	v := h.Get("Content-Type")
+	mediaType, params := contentType(h, defaultType)
+	if v != "" || mediaType != "text/plain" {
+		if t, p, err := mime.ParseMediaType(v); err != nil || t != mediaType || !maps.Equal(p, params) {
+			if f := formatMediaType(mediaType, params); f != "" {
+				h = h.Copy()
+				h.Set("Content-Type", f)
+			}
+		}
+	}
+	return message.New(h, body)
+}
+
+// formatMediaType formats a Content-Type value, keeping only the
+// parameters that matter to parsing when others cannot be written.
+func formatMediaType(mediaType string, params map[string]string) string {
+	if f := mime.FormatMediaType(mediaType, params); f != "" {
+		return f
+	}
+	some := map[string]string{}
+	for _, k := range []string{"boundary", "charset"} {
+		if v, ok := params[k]; ok {
+			some[k] = v
+		}
+	}
+	return mime.FormatMediaType(mediaType, some)
+}
+
+// cleanHeader returns the header block with the lines that go-message
+// would reject removed (lines without a colon, keys with bytes outside RFC
+// 5322 §2.2 ftext, continuation lines that continue nothing), ended by a
+// blank line, and the body text the block turned out to hold. A bad line
+// ends the header, as in readers, when no field follows it before a blank
+// line: the sender left out the blank line and the body begins there.
+// Otherwise it is dropped, so that one junk line does not cost the From
+// and Subject around it; an mbox "From " line first is always dropped.
+func cleanHeader(block []byte) (header, body []byte) {
+	var lines [][]byte
+	for rest := block; len(rest) > 0; {
 		line := rest
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
 			line = rest[:i+1]
 		}
 		rest = rest[len(line):]
+		lines = append(lines, line)
+	}
+	ended := len(lines) > 0 && len(bytes.TrimRight(lines[len(lines)-1], "\r\n")) == 0
+	// fieldAfter[i]: a field line follows line i in a header that ends
+	// with a blank line.
+	fieldAfter := make([]bool, len(lines)+1)
+	for i := len(lines) - 1; i >= 0; i-- {
+		fieldAfter[i] = ended && (fieldAfter[i+1] || (i+1 < len(lines) && validFieldLine(bytes.TrimRight(lines[i+1], "\r\n"))))
+	}
+	out := make([]byte, 0, len(block)+2)
+	kept := false // whether the last field line was kept, for its continuations
+	for i, line := range lines {
 		content := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(content) == 0: // the blank line that ends the header
-			out = append(out, line...)
-			return append(out, rest...)
+			return append(out, line...), nil
 		case content[0] == ' ' || content[0] == '\t':
 			if kept {
 				out = append(out, line...)
 			}
+		case validFieldLine(content):
+			kept = true
+			out = append(out, line...)
+		case (i == 0 && bytes.HasPrefix(content, []byte("From "))) || fieldAfter[i]:
+			kept = false
 		default:
-			kept = validFieldLine(content)
-			if kept {
-				out = append(out, line...)
-			}
+			return append(out, '\r', '\n'), bytes.Join(lines[i:], nil)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // validFieldLine reports whether line starts with a field name and a colon.
@@ -210,27 +287,6 @@ func validFieldLine(line []byte) bool {
 	return true
 }
 
-// sender returns the address and display name of the first From address,
-// or envelopeFrom and no name when there is no From header or it does not
-// parse (SPEC §3).
-func sender(h mail.Header, envelopeFrom string) (addr, name string) {
-	list, err := h.AddressList("From")
-	if err != nil || len(list) == 0 || list[0].Address == "" {
-		return envelopeFrom, ""
-	}
-	name = list[0].Name
-	if strings.Contains(name, "=?") {
-		// RFC 2047 §5 forbids encoded words inside a quoted display name,
-		// but senders write "Shop =?utf-8?q?M=C3=BCller?=" all the same,
-		// and mail readers decode them; so does burner.
-		dec := mime.WordDecoder{CharsetReader: message.CharsetReader}
-		if decoded, err := dec.DecodeHeader(name); err == nil {
-			name = decoded
-		}
-	}
-	return validUTF8(list[0].Address), validUTF8(name)
-}
-
 // maxHeaders bounds the header fields kept for the header filter; a
 // message with more is hostile or broken, and its first fields are the ones
 // a test sets.
@@ -238,51 +294,68 @@ const maxHeaders = 100
 
 // headers returns the message's header fields with decoded values (RFC
 // 2047), for the API's header filter.
-func headers(h mail.Header) []storage.Header {
+func headers(h message.Header) []storage.Header {
 	var out []storage.Header
 	for f := h.Fields(); f.Next() && len(out) < maxHeaders; {
-		v, err := f.Text()
-		if err != nil {
-			v = f.Value() // an unknown charset: the raw value is the best there is
-		}
-		out = append(out, storage.Header{Name: f.Key(), Value: validUTF8(v)})
+		out = append(out, storage.Header{Name: f.Key(), Value: decodeHeader(f.Value())})
 	}
 	return out
 }
 
 // subject returns the decoded Subject header, or nil when there is none.
-func subject(h mail.Header) *string {
+func subject(h message.Header) *string {
 	if !h.Has("Subject") {
 		return nil
 	}
-	// On an unknown charset or a broken encoded word, Subject returns the
-	// raw header value with the error, and that is the best there is.
-	s, _ := h.Subject()
-	s = validUTF8(s)
+	s := decodeHeader(h.Get("Subject"))
 	return &s
 }
 
 // textParts holds the first inline text/html and text/plain parts of a
 // message, decoded to UTF-8.
 type textParts struct {
-	html, plain *string
+	html, plain       *string
+	htmlCut, plainCut bool       // the part was longer than readLimit, and cut
+	maxBody           int        // the body cap: see readLimit
+	parts             int        // parts visited so far, up to maxParts
+	embedded          *textParts // the text of the first inline embedded message
 }
 
+// maxParts bounds the parts walk visits looking for the text. Real mail
+// has a few dozen at most, its text among the first.
+const maxParts = 1000
+
 // walk visits e and, if it is a multipart, its parts in order, depth-first,
-// and stops once it has both kinds of text. err is the error go-message
-// returned with e, which tells whether its charset was decoded.
+// and stops once it has both kinds of text. The text of the first message
+// embedded inline (message/rfc822, as a digest's parts are) is kept apart,
+// for adoptEmbedded. err is the error go-message returned with e, which
+// tells whether its charset was decoded.
 func (t *textParts) walk(e *message.Entity, err error, depth int) {
-	if mr := e.MultipartReader(); mr != nil {
+	mediaType, params := contentType(e.Header, "text/plain")
+	if strings.HasPrefix(mediaType, "multipart/") {
 		if depth >= maxDepth {
 			return
 		}
+		mr := textproto.NewMultipartReader(e.Body, params["boundary"])
+		defaultType := "text/plain"
+		if mediaType == "multipart/digest" {
+			defaultType = "message/rfc822"
+		}
 		for t.html == nil || t.plain == nil {
-			part, err := mr.NextPart()
-			if part == nil {
+			// Each part costs go-message buffers and a header map: a
+			// message of 200,000 empty parts must not cost 200,000 of
+			// them before its text is given up on.
+			if t.parts >= maxParts {
+				return
+			}
+			t.parts++
+			p, err := mr.NextPart()
+			if err != nil {
 				// io.EOF, or a structure too broken to go on: keep what
 				// the parts before gave.
 				return
 			}
+			part, err := newEntity(message.Header{Header: p.Header}, p, defaultType)
 			t.walk(part, err, depth+1)
 		}
 		return
@@ -291,13 +364,18 @@ func (t *textParts) walk(e *message.Entity, err error, depth int) {
 	if isAttachment(e.Header) {
 		return
 	}
-	mediaType, params := contentType(e.Header)
-	var dst **string
+	var (
+		dst **string
+		cut *bool
+	)
 	switch mediaType {
 	case "text/html":
-		dst = &t.html
+		dst, cut = &t.html, &t.htmlCut
 	case "text/plain":
-		dst = &t.plain
+		dst, cut = &t.plain, &t.plainCut
+	case "message/rfc822", "message/global":
+		t.embed(e, depth)
+		return
 	default:
 		return
 	}
@@ -305,14 +383,55 @@ func (t *textParts) walk(e *message.Entity, err error, depth int) {
 		return
 	}
 	// A truncated part or a bad base64 line still yields the bytes before
-	// the fault, and some text beats none.
-	data, _ := io.ReadAll(e.Body)
+	// the fault, and some text beats none. No more is read than the body
+	// cap can use (see readLimit): the rest of a 10 MB part is skipped,
+	// not held.
+	limit := readLimit(mediaType, t.maxBody)
+	data, _ := io.ReadAll(io.LimitReader(e.Body, int64(limit)+1))
 	if len(bytes.TrimSpace(data)) == 0 {
 		// An empty alternative is no body: leave room for the other kind.
 		return
 	}
-	s := toUTF8(data, mediaType, params["charset"], message.IsUnknownCharset(err))
+	if len(data) > limit {
+		data, *cut = data[:limit], true
+	}
+	charset, unknown := params["charset"], message.IsUnknownCharset(err)
+	if unknown && isUTF7(charset) {
+		// go-message knows no UTF-7; the data is only transfer-decoded.
+		data, unknown = []byte(decodeUTF7(data)), false
+	}
+	s := toUTF8(data, mediaType, charset, unknown)
 	*dst = &s
+}
+
+// embed reads the message embedded in e, a message/rfc822 part, and keeps
+// its text parts apart, if no text has been found yet and no other
+// embedded message came first. Readers show an inline embedded message
+// (a forwarded one, a digest's) in the body; burner has one body, so it
+// shows the first embedded message's text when the message has no text of
+// its own, and a message's own text always wins (see adoptEmbedded).
+func (t *textParts) embed(e *message.Entity, depth int) {
+	if t.embedded != nil || t.html != nil || t.plain != nil || depth >= maxDepth {
+		return
+	}
+	_, inner, err := readEntity(e.Body)
+	if inner == nil {
+		return
+	}
+	t.embedded = &textParts{maxBody: t.maxBody, parts: t.parts}
+	t.embedded.walk(inner, err, depth+1)
+	t.embedded.adoptEmbedded()
+	t.parts = t.embedded.parts
+}
+
+// adoptEmbedded makes the text of the first embedded message the text of
+// t when t has none of its own.
+func (t *textParts) adoptEmbedded() {
+	if t.embedded != nil && t.html == nil && t.plain == nil {
+		t.html, t.htmlCut = t.embedded.html, t.embedded.htmlCut
+		t.plain, t.plainCut = t.embedded.plain, t.embedded.plainCut
+	}
+	t.embedded = nil
 }
 
 // isAttachment reports whether h has Content-Disposition: attachment. A
@@ -323,19 +442,23 @@ func isAttachment(h message.Header) bool {
 	return strings.EqualFold(strings.TrimSpace(disp), "attachment")
 }
 
-// contentType returns the lower-case media type of h and its parameters.
-// When only the parameters are broken (a duplicate charset, say), the type
-// before them still counts. RFC 2045 §5.2: with no Content-Type, or one
-// that does not parse, a part is text/plain.
-func contentType(h message.Header) (string, map[string]string) {
+// contentType returns the lower-case media type of h and its parameters
+// (see parseMediaType). When only the parameters are broken (a duplicate
+// charset, say), the type before them still counts. With no Content-Type a
+// part is defaultType: text/plain (RFC 2045 §5.2), or message/rfc822 in a
+// digest (RFC 2046 §5.1.5); one that does not parse is text/plain. Every
+// name of US-ASCII is given as us-ascii.
+func contentType(h message.Header, defaultType string) (string, map[string]string) {
 	v := h.Get("Content-Type")
-	t, params, err := mime.ParseMediaType(v)
-	if err != nil {
-		t, _, _ = strings.Cut(v, ";")
-		t, params = strings.ToLower(strings.TrimSpace(t)), nil
+	if strings.TrimSpace(v) == "" {
+		return defaultType, nil
 	}
-	if typ, sub, ok := strings.Cut(t, "/"); !ok || typ == "" || sub == "" || strings.ContainsAny(sub, "/ \t") {
+	t, params, ok := parseMediaType(v)
+	if !ok {
 		return "text/plain", nil
+	}
+	if cs, ok := params["charset"]; ok && cs != "us-ascii" && isASCIICharset(cs) {
+		params["charset"] = "us-ascii"
 	}
 	return t, params
 }
