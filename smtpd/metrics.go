@@ -6,7 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // registers them, so the code that counts never checks.
 type metrics struct {
 	sessions  prometheus.Counter
-	refused   prometheus.Counter
+	refused   *prometheus.CounterVec
 	accepted  prometheus.Counter
 	rejected  *prometheus.CounterVec
 	bytes     prometheus.Counter
@@ -15,13 +15,20 @@ type metrics struct {
 
 // Reasons a message is rejected, the values of the reason label.
 const (
-	rejectDomain    = "recipient_domain"
-	rejectMailbox   = "recipient_invalid"
-	rejectTooLarge  = "too_large"
-	rejectFull      = "storage_full"
-	rejectStorage   = "storage_error"
-	rejectAborted   = "aborted"
-	rejectRecovered = "panic"
+	rejectDomain      = "recipient_domain"
+	rejectMailbox     = "recipient_invalid"
+	rejectTooLarge    = "too_large"
+	rejectFull        = "storage_full"
+	rejectStorage     = "storage_error"
+	rejectAborted     = "aborted"
+	rejectLineTooLong = "line_too_long"
+	rejectRecovered   = "panic"
+)
+
+// Reasons a connection is refused, the values of the reason label.
+const (
+	refusedTotal      = "max_connections"
+	refusedPerAddress = "per_address"
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,9 +36,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sessions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "burner_smtp_sessions_total", Help: "SMTP sessions started.",
 		}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "burner_smtp_connections_refused_total", Help: "SMTP connections answered 421 because too many were open.",
-		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burner_smtp_connections_refused_total", Help: "SMTP connections answered 421 because too many were open, in all or from one address.",
+		}, []string{"reason"}),
 		accepted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "burner_smtp_messages_accepted_total", Help: "Messages answered 250 after DATA.",
 		}),
@@ -47,9 +54,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, 1},
 		}),
 	}
-	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectRecovered} {
+	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectLineTooLong, rejectRecovered} {
 		m.rejected.WithLabelValues(r) // present at 0, so rates work from the start
 	}
+	m.refused.WithLabelValues(refusedTotal)
+	m.refused.WithLabelValues(refusedPerAddress)
 	if reg != nil {
 		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag)
 	}

@@ -5,6 +5,7 @@ package smtpd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html"
 	"regexp"
@@ -14,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	xhtml "golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"burner/storage"
 )
 
 // urlPattern finds the links plainToHTML makes clickable; linkEnd trims
@@ -21,56 +25,138 @@ import (
 var urlPattern = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"]+`)
 
 // plainToHTML escapes text into HTML, turning line breaks into <br> and
-// http and https URLs into links.
-func plainToHTML(text string) string {
+// http and https URLs into links. It stops before its output passes max
+// bytes, and reports whether it did: escaping and links grow text up to
+// seven times ("&" is "&amp;"), so the cap applies to what it writes.
+func plainToHTML(text string, max int) (html string, cut bool) {
 	text = strings.TrimRight(normalizeNewlines(text), "\n")
 	var b strings.Builder
-	b.Grow(len(text) + len(text)/8)
-	for i, line := range strings.Split(text, "\n") {
+	b.Grow(min(len(text)+len(text)/8, max+64))
+	for i := 0; len(text) > 0; i++ {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
 		if i > 0 {
+			if b.Len()+len("<br>") > max {
+				return b.String(), true
+			}
 			b.WriteString("<br>")
 		}
-		linkify(&b, line)
+		if !linkify(&b, line, max) {
+			return b.String(), true
+		}
 	}
-	return b.String()
+	return b.String(), false
 }
 
-// linkify writes line to b, escaped, with its URLs made links.
-func linkify(b *strings.Builder, line string) {
+// linkify writes line to b, escaped, with its URLs made links, and reports
+// whether all of it fit within max bytes of b. A link that does not fit
+// is left out whole.
+func linkify(b *strings.Builder, line string, max int) bool {
 	for {
 		loc := urlPattern.FindStringIndex(line)
 		if loc == nil {
-			b.WriteString(html.EscapeString(line))
-			return
+			return writeEscaped(b, line, max)
 		}
 		start, end := loc[0], loc[0]+linkEnd(line[loc[0]:loc[1]])
-		b.WriteString(html.EscapeString(line[:start]))
+		if !writeEscaped(b, line[:start], max) {
+			return false
+		}
 		u := html.EscapeString(line[start:end])
 		if strings.HasSuffix(u, "://") { // a scheme and nothing after it
+			if b.Len()+len(u) > max {
+				return false
+			}
 			b.WriteString(u)
 		} else {
-			fmt.Fprintf(b, `<a href="%s" rel="nofollow noopener" target="_blank">%s</a>`, u, u)
+			const open, mid, close = `<a href="`, `" rel="nofollow noopener" target="_blank">`, `</a>`
+			if b.Len()+len(open)+len(mid)+len(close)+2*len(u) > max {
+				return false
+			}
+			b.WriteString(open)
+			b.WriteString(u)
+			b.WriteString(mid)
+			b.WriteString(u)
+			b.WriteString(close)
 		}
 		line = line[end:]
 	}
 }
 
+// writeEscaped writes s to b escaped as html.EscapeString escapes it, and
+// reports whether all of it fit within limit bytes of b; it never cuts an
+// entity or a rune in two.
+func writeEscaped(b *strings.Builder, s string, limit int) bool {
+	for len(s) > 0 {
+		i := strings.IndexAny(s, `<>&'"`)
+		if i < 0 {
+			i = len(s)
+		}
+		if room := max(limit-b.Len(), 0); i > room {
+			for room > 0 && !utf8.RuneStart(s[room]) {
+				room--
+			}
+			b.WriteString(s[:room])
+			return false
+		}
+		b.WriteString(s[:i])
+		if i == len(s) {
+			return true
+		}
+		var esc string
+		switch s[i] {
+		case '<':
+			esc = "&lt;"
+		case '>':
+			esc = "&gt;"
+		case '&':
+			esc = "&amp;"
+		case '\'':
+			esc = "&#39;"
+		case '"':
+			esc = "&#34;"
+		}
+		if b.Len()+len(esc) > limit {
+			return false
+		}
+		b.WriteString(esc)
+		s = s[i+1:]
+	}
+	return true
+}
+
 // linkEnd returns the length of u without the punctuation that ends the
 // sentence around it: "see https://example.com/a." links to /a. A closing
 // bracket stays when it closes one opened inside the URL, as in
-// https://en.wikipedia.org/wiki/Mail_(disambiguation).
+// https://en.wikipedia.org/wiki/Mail_(disambiguation). The brackets are
+// counted once and the counts kept as the end moves, so that a URL of a
+// million closing brackets costs a million steps, not their square.
 func linkEnd(u string) int {
+	var opened, closed [2]int // ( and [; ) and ]
+	for i := 0; i < len(u); i++ {
+		switch u[i] {
+		case '(':
+			opened[0]++
+		case ')':
+			closed[0]++
+		case '[':
+			opened[1]++
+		case ']':
+			closed[1]++
+		}
+	}
 	for len(u) > 0 {
 		switch c := u[len(u)-1]; c {
 		case '.', ',', ';', ':', '!', '?', '\'', '*':
 		case ')':
-			if strings.Count(u, "(") >= strings.Count(u, ")") {
+			if opened[0] >= closed[0] {
 				return len(u)
 			}
+			closed[0]--
 		case ']':
-			if strings.Count(u, "[") >= strings.Count(u, "]") {
+			if opened[1] >= closed[1] {
 				return len(u)
 			}
+			closed[1]--
 		default:
 			return len(u)
 		}
@@ -91,6 +177,17 @@ var blockElements = map[string]bool{
 	"td": true, "tfoot": true, "th": true, "thead": true, "tr": true, "ul": true,
 }
 
+// endTagLen is the length of the end tag of a.
+func endTagLen(a atom.Atom) int { return len("</>") + len(a.String()) }
+
+// voidElements have no end tag (HTML, "void elements"): a cut body has
+// none of them to close.
+var voidElements = map[atom.Atom]bool{
+	atom.Area: true, atom.Base: true, atom.Br: true, atom.Col: true, atom.Embed: true,
+	atom.Hr: true, atom.Img: true, atom.Input: true, atom.Link: true, atom.Meta: true,
+	atom.Source: true, atom.Track: true, atom.Wbr: true,
+}
+
 // hiddenElements hold text no reader sees. The policy removes them all
 // already; render skips them in case that ever changes.
 var hiddenElements = map[string]bool{"script": true, "style": true, "title": true}
@@ -101,7 +198,14 @@ var hiddenElements = map[string]bool{"script": true, "style": true, "title": tru
 // per block with runs of white space made one space, and the distinct link
 // targets of its <a> elements, in order. The body comes back unchanged,
 // not copied, when it has no style to filter.
-func render(body string) (clean, text string, links []string) {
+//
+// A body longer than limit bytes is cut before the first token that ends
+// past it, less the end tags of the elements open there, and so is the text
+// and the links: the body kept, its end tags and the marker are at most
+// limit+len(storage.CutMark) bytes. A body that was cut there,
+// or before (cut: its part was longer than readLimit), has its open
+// elements closed and ends with storage.CutMark.
+func render(body string, limit int, cut bool) (clean, text string, links []string) {
 	bufs := renderBuffers.Get().(*[2][]byte)
 	b, out := bufs[0][:0], bufs[1][:0] // the text; the rewritten body
 	defer func() {
@@ -119,22 +223,40 @@ func render(body string) (clean, text string, links []string) {
 		pre       int
 		attrs     []xhtml.Attribute
 		rewritten bool
+		open      []atom.Atom // the elements open at pos, for a cut body
+		closing   int         // the length of their end tags
+		safe      mark        // the state after the last token that fit
 	)
-	z := xhtml.NewTokenizer(strings.NewReader(body))
+	// The tokenizer holds a whole token: a text of 10 MB would be read
+	// whole only to be cut. A token that ends past the cap is cut, so it
+	// is given the cap and one byte more.
+	z := xhtml.NewTokenizer(strings.NewReader(body[:min(len(body), limit+1)]))
 	for {
+		// The body so far, its end tags and the marker must fit the cap;
+		// the first token that takes them past it is taken back.
+		kept := pos
+		if changed {
+			kept = len(out) + pos - copied
+		}
+		if kept+closing > limit {
+			pos, copied, changed, closing, cut = safe.pos, safe.copied, safe.changed, safe.closing, true
+			out, b, links, open = out[:safe.out], b[:safe.text], links[:safe.links], open[:safe.open]
+			break
+		}
+		safe = mark{pos: pos, copied: copied, changed: changed, closing: closing, out: len(out), text: len(b), links: len(links), open: len(open)}
+
 		tt := z.Next()
 		// Tokens tile the input, so their raw lengths give their offsets.
 		start := pos
 		pos += len(z.Raw())
+		if tt == xhtml.ErrorToken {
+			// The end of what the tokenizer was given; what it held of
+			// a token cut there is not part of the body.
+			pos = start
+			cut = cut || len(body) > limit
+			break
+		}
 		switch tt {
-		case xhtml.ErrorToken:
-			if changed {
-				out = append(out, body[copied:]...)
-				clean = string(out)
-			} else {
-				clean = body
-			}
-			return clean, tidyLines(b), links
 		case xhtml.TextToken:
 			if hidden > 0 {
 				continue
@@ -160,6 +282,25 @@ func render(body string) (clean, text string, links []string) {
 				b = append(b, '\n')
 			}
 			tag := string(name)
+			switch a := atom.Lookup(name); {
+			case a == 0 || voidElements[a]:
+			case tt == xhtml.StartTagToken:
+				open = append(open, a)
+				closing += endTagLen(a)
+			case tt == xhtml.EndTagToken:
+				// The innermost element is the one an end tag closes;
+				// looking further back is bounded, so that a million
+				// stray end tags cost a million steps.
+				for i := len(open) - 1; i >= max(0, len(open)-64); i-- {
+					if open[i] == a {
+						for _, o := range open[i:] {
+							closing -= endTagLen(o)
+						}
+						open = open[:i]
+						break
+					}
+				}
+			}
 			switch {
 			case hiddenElements[tag] && tt == xhtml.StartTagToken:
 				hidden++
@@ -211,6 +352,24 @@ func render(body string) (clean, text string, links []string) {
 			}
 		}
 	}
+	if !changed && !cut {
+		return body[:pos], tidyLines(b), links
+	}
+	out = append(out, body[copied:pos]...)
+	if cut {
+		for i := len(open) - 1; i >= 0; i-- {
+			out = append(append(append(out, "</"...), open[i].String()...), '>')
+		}
+		out = append(out, storage.CutMark...)
+	}
+	return string(out), tidyLines(b), links
+}
+
+// mark is where render can cut a body: the state after a token.
+type mark struct {
+	pos, copied, closing   int
+	changed                bool
+	out, text, links, open int // lengths of render's slices
 }
 
 // renderBuffers hold render's two buffers between messages: each is as
@@ -247,4 +406,115 @@ func tidyLines(s []byte) string {
 		}
 	}
 	return string(out)
+}
+
+// body fills in the body, text, plain text and links of m from the text
+// parts walk found, within the body cap. No step grows what it is given by
+// more than a small factor before the cap applies: the parts were read up
+// to readLimit, plainToHTML stops at the cap, and render keeps at most the
+// cap of what bluemonday made.
+func (p *parser) body(m *storage.Message, parts *textParts) {
+	var plain string
+	if parts.plain != nil {
+		plain = cutText(strings.TrimSpace(normalizeNewlines(*parts.plain)), p.maxBody, parts.plainCut)
+	}
+	switch {
+	case parts.html != nil:
+		body, text, links := p.sanitize(*parts.html, parts.htmlCut)
+		m.Body = &body
+		m.Text = truncate(joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain), p.maxBody)
+		m.Links = links
+		m.Plain = plain
+		if parts.plain == nil {
+			m.Plain = text
+		}
+	case parts.plain != nil:
+		// The visible text is the plain part itself, so it is not added
+		// a second time.
+		html, cut := plainToHTML(*parts.plain, p.maxBody)
+		body, text, links := render(p.policy.Sanitize(html), p.maxBody, cut || parts.plainCut)
+		m.Body = &body
+		m.Text = truncate(joinNonEmpty(text, strings.Join(links, "\n")), p.maxBody)
+		m.Links = links
+		m.Plain = plain
+	}
+}
+
+// sanitize returns the HTML part html made safe to show, with its visible
+// text and links (see render); cut says the part was cut at readLimit.
+// bluemonday may write five times what it reads ("&" is "&amp;"), so it
+// writes into a buffer that takes the cap and one byte more and then
+// stops it: render cuts what is past the cap anyway.
+func (p *parser) sanitize(html string, cut bool) (body, text string, links []string) {
+	w := &capWriter{max: p.maxBody + 1}
+	w.buf.Grow(min(len(html), w.max))
+	// NUL has no place in HTML (browsers replace it); bluemonday would
+	// keep it, escaped, in the body. The policy leaves a line break for
+	// each element it removes; around the body they are only noise.
+	if err := p.policy.SanitizeReaderToWriter(strings.NewReader(strings.ReplaceAll(html, "\x00", "")), w); err != nil && err != errCapped {
+		panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
+	}
+	return render(strings.TrimSpace(w.buf.String()), p.maxBody, cut)
+}
+
+// capWriter keeps the first max bytes written to it, then fails.
+type capWriter struct {
+	buf strings.Builder
+	max int
+}
+
+// errCapped stops bluemonday once capWriter is full.
+var errCapped = errors.New("body cap reached")
+
+func (w *capWriter) Write(b []byte) (int, error) {
+	if room := w.max - w.buf.Len(); len(b) > room {
+		w.buf.Write(b[:room])
+		return room, errCapped
+	}
+	return w.buf.Write(b)
+}
+
+func (w *capWriter) WriteString(s string) (int, error) {
+	if room := w.max - w.buf.Len(); len(s) > room {
+		w.buf.WriteString(s[:room])
+		return room, errCapped
+	}
+	return w.buf.WriteString(s)
+}
+
+// readLimit is how much of a text part of mediaType is read, for a body
+// cap of max bytes: plain text only grows on its way to HTML, so max of it
+// is all the cap can keep; HTML shrinks as the sanitizer drops markup, and
+// twice the cap leaves room for that (mail readers clip far sooner: Gmail
+// at 102 KB) while bounding what the sanitizer, the costliest step, is
+// given.
+func readLimit(mediaType string, max int) int {
+	if mediaType == "text/html" {
+		return max + max/4
+	}
+	return max
+}
+
+// cutText returns s, cut to at most max bytes at a rune boundary; when it
+// was cut there or before (cut), it ends with storage.CutText.
+func cutText(s string, max int, cut bool) string {
+	if len(s) > max {
+		s, cut = truncate(s, max), true
+	}
+	if cut {
+		return s + storage.CutText
+	}
+	return s
+}
+
+// truncate returns the longest prefix of s of at most max bytes that does
+// not end inside a rune.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max]
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -30,10 +31,12 @@ type Options struct {
 	MaxMessageBytes int64         // advertised with SIZE; 10 MiB
 	MaxRecipients   int           // per message; 100
 	MaxConnections  int           // open at once; more are answered 421; 100
+	MaxConnsPerIP   int           // open at once from one address (IPv6: one /64); more get 421; MaxConnections/10, at least 1
 	CommandTimeout  time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
 	DataTimeout     time.Duration // for the whole of a message's data; 10 minutes
 	WriteTimeout    time.Duration // per reply; 1 minute
 	MaxLineLength   int           // of any line, command or data; 2000 (twice RFC 5321 §4.5.3.1.6)
+	MaxBodyBytes    int           // what is kept of a body, its text and its plain part; 1 MiB (render.go)
 	TLSConfig       *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
 	Metrics prometheus.Registerer
@@ -48,6 +51,9 @@ type Server struct {
 	smtp    *smtp.Server
 
 	maxConns    int
+	maxConnsIP  int
+	maxLine     int
+	maxSize     int64
 	dataTimeout time.Duration
 	metrics     *metrics
 
@@ -59,7 +65,14 @@ type Server struct {
 	// message is parsed and stored (storage copies what it keeps) before
 	// the reply, so its buffer serves the next one.
 	buffers sync.Pool
+
+	// bigSlots holds a token for each message over bigMessage being
+	// parsed and stored: one per core.
+	bigSlots chan struct{}
 }
+
+// bigMessage is the size from which a message takes one of bigSlots.
+const bigMessage = 1 << 20
 
 // New returns a daemon that stores mail in db.
 func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
@@ -75,6 +88,9 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.MaxConnections == 0 {
 		opts.MaxConnections = 100
 	}
+	if opts.MaxConnsPerIP == 0 {
+		opts.MaxConnsPerIP = max(opts.MaxConnections/10, 1)
+	}
 	if opts.CommandTimeout == 0 {
 		opts.CommandTimeout = 5 * time.Minute
 	}
@@ -87,7 +103,13 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.MaxLineLength == 0 {
 		opts.MaxLineLength = 2000
 	}
-	s := &Server{db: db, parser: newParser(), log: log, maxConns: opts.MaxConnections, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics)}
+	p := newParser()
+	if opts.MaxBodyBytes > 0 {
+		p.maxBody = opts.MaxBodyBytes
+	}
+	s := &Server{db: db, parser: p, log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
+		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
+		bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -105,15 +127,24 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = logAdapter{log}
 	s.smtp = srv
+	if !textFieldOK {
+		log.Error("go-smtp's connection reader is out of reach: bare CR, long lines, BDAT and SIZE fall back to go-smtp's handling")
+	}
 	return s
 }
 
 // Serve accepts SMTP connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, func(c net.Conn) {
+	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, s.maxConnsIP, func(c net.Conn, perAddress bool) {
+		if perAddress {
+			s.log.Warn("connection refused: too many from one address", "remote", c.RemoteAddr().String(), "max", s.maxConnsIP)
+			s.metrics.refused.WithLabelValues(refusedPerAddress).Inc()
+			tooBusy(c, "421 4.7.0 Too many connections from your address, try again later\r\n")
+			return
+		}
 		s.log.Warn("connection refused: too many", "remote", c.RemoteAddr().String(), "max", s.maxConns)
-		s.metrics.refused.Inc()
-		tooBusy(c)
+		s.metrics.refused.WithLabelValues(refusedTotal).Inc()
+		tooBusy(c, "421 4.7.0 Too many connections, try again later\r\n")
 	}))
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
@@ -139,19 +170,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // NewSession implements smtp.Backend.
 func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	s.metrics.sessions.Inc()
-	return &session{srv: s, conn: c}, nil
+	return &session{srv: s, conn: c, wire: newWire(c, s.maxLine, s.maxSize)}, nil
 }
 
 // session is one SMTP connection's current transaction.
 type session struct {
 	srv   *Server
 	conn  *smtp.Conn
+	wire  *wire // nil when go-smtp's reader is out of reach
 	from  string
+	size  int64 // declared with MAIL FROM's SIZE; 0 when not
 	rcpts []string
 }
 
-func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	ss.from = from
+	ss.size = 0
+	if opts != nil {
+		ss.size = opts.Size
+	}
 	return nil
 }
 
@@ -214,14 +251,38 @@ func (ss *session) Data(r io.Reader) (err error) {
 			ss.srv.buffers.Put(buf)
 		}
 	}()
+	// The size the sender declared (SIZE, RFC 1870) is the buffer's: a
+	// 10 MB message read into a buffer that doubles as it goes would cost
+	// the copies of 1, 2, 4 and 8 MB on the way, and 16 MB held.
+	if ss.size > 0 && ss.size <= ss.srv.maxSize {
+		buf.Grow(int(ss.size) + 1024) // and the Received header
+	}
 	ss.writeReceived(buf, start)
-	if _, err := buf.ReadFrom(r); err != nil {
+	// BDAT hands us a pipe that the wire fills a chunk at a time, erring
+	// on a chunk cut short; DATA, the wire itself.
+	_, bdat := r.(*io.PipeReader)
+	if bdat || ss.wire == nil {
+		_, err = buf.ReadFrom(r)
+	} else {
+		err = ss.wire.readData(buf, ss.srv.maxSize)
+	}
+	if err != nil {
 		var smtpErr *smtp.SMTPError
-		if errors.As(err, &smtpErr) {
+		switch {
+		case errors.Is(err, errLineTooLong):
+			ss.srv.metrics.rejected.WithLabelValues(rejectLineTooLong).Inc()
+			return errLineTooLong
+		case errors.As(err, &smtpErr) && smtpErr.Code == 552:
 			ss.srv.metrics.rejected.WithLabelValues(rejectTooLarge).Inc()
-			return smtpErr // 552 for an oversize message, from go-smtp's reader
+			return smtpErr
 		}
 		ss.srv.metrics.rejected.WithLabelValues(rejectAborted).Inc()
+		if bdat {
+			// go-smtp has answered the chunk and reset the transaction;
+			// this goroutine must not write to the connection.
+			ss.srv.log.Debug("BDAT aborted", "err", err, "remote", ss.conn.Conn().RemoteAddr().String())
+			return errDataAborted
+		}
 		// A timeout or a broken connection in the middle of the data: the
 		// rest of the message must never be read as commands, so say
 		// goodbye and hang up. go-smtp has flushed its 354 and writes
@@ -246,6 +307,14 @@ func (ss *session) Data(r io.Reader) (err error) {
 	}()
 	raw := buf.Bytes()
 	received := time.Now() // the end of DATA
+	if len(raw) > bigMessage {
+		// Parsing and compressing a large message costs tens of MB for a
+		// moment: as many at once as there are cores, and the rest wait,
+		// so that many large messages together cost memory in proportion
+		// to the cores and not to the connections.
+		ss.srv.bigSlots <- struct{}{}
+		defer func() { <-ss.srv.bigSlots }()
+	}
 	msg, perr := ss.srv.parser.parse(raw, ss.from)
 	if perr != nil {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
@@ -299,6 +368,7 @@ func sanitizeHeaderValue(s string) string {
 
 func (ss *session) Reset() {
 	ss.from = ""
+	ss.size = 0
 	ss.rcpts = nil
 }
 

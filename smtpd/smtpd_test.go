@@ -215,7 +215,8 @@ func TestStorageFailureIs451(t *testing.T) {
 
 func TestTooManyConnections(t *testing.T) {
 	db := openDB(t)
-	addr := startDaemon(t, db, Options{MaxConnections: 2})
+	// All from 127.0.0.1: the cap per address must not be what refuses.
+	addr := startDaemon(t, db, Options{MaxConnections: 2, MaxConnsPerIP: 2})
 	first, second := dial(t, addr), dial(t, addr)
 	for _, c := range []*smtp.Client{first, second} {
 		if err := c.Noop(); err != nil {
@@ -224,7 +225,11 @@ func TestTooManyConnections(t *testing.T) {
 	}
 	// The third is answered 421 in its greeting.
 	third := dial(t, addr)
-	wantCode(t, "third connection", third.Noop(), 421)
+	err := third.Noop()
+	wantCode(t, "third connection", err, 421)
+	if err == nil || !strings.Contains(err.Error(), "Too many connections, try") {
+		t.Errorf("third connection: %v, want the reply for the total cap", err)
+	}
 	// A slot comes back when a connection ends.
 	second.Quit()
 	deadline := time.Now().Add(10 * time.Second)
@@ -263,7 +268,7 @@ func TestPanicInSessionIs451(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := New(db, Options{}, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	srv.parser = &parser{} // a nil bluemonday policy panics in Sanitize
+	srv.parser = &parser{maxBody: defaultMaxBody} // a nil bluemonday policy panics in Sanitize
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	for i := range 2 { // the second connection shows the daemon still serves

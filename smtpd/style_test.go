@@ -63,7 +63,7 @@ func TestRender(t *testing.T) {
 		{`<a href="https://example.com/?style=1" title="style=x">y</a>`, `<a href="https://example.com/?style=1" title="style=x">y</a>`, "y"},
 		{`<p style="color: red">one</p><p style="display: none">two</p>`, `<p style="color: red">one</p><p>two</p>`, "one\ntwo"},
 	} {
-		clean, text, _ := render(tc.body)
+		clean, text, _ := render(tc.body, defaultMaxBody, false)
 		if clean != tc.want {
 			t.Errorf("render(%q) body = %q, want %q", tc.body, clean, tc.want)
 		}
@@ -121,7 +121,7 @@ func TestSanitizeStyleSpellings(t *testing.T) {
 		`<div style="color: red; background: url(javascript:alert(1))" style="width: expression(1)">x</div>`,
 		`<img src="https://example.com/a.png" style="color: red; width: e&#x78;pression(alert(1))">`,
 	} {
-		body, _, _ := p.sanitize(html)
+		body, _, _ := p.sanitize(html, false)
 		if !strings.Contains(body, `style="color: red"`) {
 			t.Errorf("sanitize(%q) = %q, want the allowed declaration kept as style=\"color: red\"", html, body)
 		}

@@ -456,7 +456,7 @@ func FuzzSanitize(f *testing.F) {
 	}
 	p := newParser()
 	f.Fuzz(func(t *testing.T, html string) {
-		body, _, _ := p.sanitize(html)
+		body, _, _ := p.sanitize(html, false)
 		if reason := unsafeTree(body); reason != "" {
 			t.Fatalf("Sanitize(%q) = %q: %s", html, body, reason)
 		}

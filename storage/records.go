@@ -329,13 +329,12 @@ func putColdDecoder(d *zstd.Decoder) {
 // by zstd with hot (the text and body section) as a raw dictionary, which
 // the raw source mostly repeats.
 func encodeCold(hot []byte, msg *Message) []byte {
-	cold := make([]byte, 0, 16+len(msg.Plain)+len(msg.Raw)+64*len(msg.Links))
-	cold = appendString(cold, msg.Plain)
-	cold = binary.AppendUvarint(cold, uint64(len(msg.Links)))
+	head := make([]byte, 0, 16+len(msg.Plain)+64*len(msg.Links))
+	head = appendString(head, msg.Plain)
+	head = binary.AppendUvarint(head, uint64(len(msg.Links)))
 	for _, l := range msg.Links {
-		cold = appendString(cold, l)
+		head = appendString(head, l)
 	}
-	cold = append(cold, msg.Raw...)
 
 	e := getColdEncoder()
 	defer putColdEncoder(e)
@@ -344,8 +343,20 @@ func encodeCold(hot []byte, msg *Message) []byte {
 	if err := e.ResetWithOptions(nil, zstd.WithEncoderDictRaw(coldDictID, coldDict(hot))); err != nil {
 		panic(err) // a raw dictionary of any content is valid
 	}
-	return e.EncodeAll(cold, make([]byte, 0, len(cold)/2+64))
+	out := make([]byte, 0, (len(head)+len(msg.Raw))/2+64)
+	if len(msg.Raw) < splitCold {
+		return e.EncodeAll(append(head, msg.Raw...), out)
+	}
+	// A large source is a frame of its own, after the frame of the rest:
+	// the decoder joins the frames, and the source is not copied once
+	// more only to be compressed.
+	return e.EncodeAll(msg.Raw, e.EncodeAll(head, out))
 }
+
+// splitCold is the size of source from which encodeCold compresses it as
+// a frame of its own: below it, one frame costs one dictionary reset
+// rather than two, and copying the source costs less.
+const splitCold = 256 << 10
 
 // coldDict returns the dictionary of a raw value: its hot section, or a
 // constant one for a hot section too short to serve.

@@ -1,0 +1,266 @@
+package smtpd
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/textproto"
+	"reflect"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/emersion/go-smtp"
+)
+
+// wire reads a session's input in place of go-smtp's line reader. go-smtp
+// v0.25.1 gets four things wrong on the wire that no Session can see:
+//   - its end-of-data state machine loses the line start after a bare CR
+//     (stateCR on '\r' goes to stateData), so DATA ending in "\r\r\n.\r\n"
+//     waits for a "." that never comes, until data_timeout;
+//   - its line limit, applied to data too, fails every later read of the
+//     connection, so a long data line can only be a 421;
+//   - BDAT copies the chunk with io.Copy from an io.LimitReader, which takes
+//     a disconnect in the middle of the chunk for its end: the Session reads
+//     a clean EOF and the cut-off message would be stored;
+//   - SIZE is parsed as a 32-bit number, so a larger one is a 501, not 552.
+//
+// So the session puts a wire under go-smtp's bufio.Reader (reached through
+// the unexported Conn.text; see textConn). In command mode the wire hands
+// go-smtp one command line per read, never more, so go-smtp's buffer is
+// empty whenever a command ends and the wire sees every command: it refuses
+// long lines, rewrites a SIZE over the limit to one go-smtp answers 552, and
+// passes a BDAT chunk through counted, turning an early EOF into
+// io.ErrUnexpectedEOF. DATA is read by the Session straight from in (see
+// readData), after which the wire hands go-smtp's own data reader the end
+// marker it waits for.
+//
+// The wire sits above TLS: after STARTTLS go-smtp builds a new reader and a
+// new session, and the new session takes a new wire.
+type wire struct {
+	in      *bufio.Reader // the connection, plaintext
+	maxLine int           // octets of a line, not counting its CRLF
+	maxSize int64         // the SIZE limit
+
+	line  []byte // the command line being handed over, reused
+	out   []byte // what go-smtp reads next: the rest of line, or the end marker
+	chunk int64  // octets of a BDAT chunk still to pass
+	err   error  // sticky: smtp.ErrTooLongLine
+}
+
+// textField locates go-smtp's per-connection text reader and writer,
+// unexported in v0.25.1. textConn returns nil if an upgrade moved it;
+// TestDataEnd and its neighbours then fail.
+var textField, textFieldOK = func() (reflect.StructField, bool) {
+	f, ok := reflect.TypeFor[smtp.Conn]().FieldByName("text")
+	return f, ok && f.Type == reflect.TypeFor[*textproto.Conn]()
+}()
+
+func textConn(c *smtp.Conn) *textproto.Conn {
+	if !textFieldOK {
+		return nil
+	}
+	return *(**textproto.Conn)(unsafe.Add(unsafe.Pointer(c), textField.Offset))
+}
+
+// newWire puts a wire under c's reader, or returns nil if it cannot reach
+// it. Whatever go-smtp has read ahead but not used yet goes first.
+func newWire(c *smtp.Conn, maxLine int, maxSize int64) *wire {
+	tc := textConn(c)
+	if tc == nil {
+		return nil
+	}
+	var src io.Reader = c.Conn()
+	if n := tc.R.Buffered(); n > 0 {
+		ahead, _ := tc.R.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), src)
+	}
+	// The buffer holds any line within the limit, so a longer one is
+	// known before any of it is handed over: go-smtp would take a part of
+	// a line followed by an error for a whole command.
+	w := &wire{in: bufio.NewReaderSize(src, max(4096, maxLine+2)), maxLine: maxLine, maxSize: maxSize}
+	tc.R.Reset(w)
+	return w
+}
+
+func (w *wire) Read(p []byte) (int, error) {
+	if len(w.out) == 0 && w.chunk == 0 {
+		if err := w.nextLine(); err != nil {
+			return 0, err
+		}
+	}
+	if len(w.out) > 0 {
+		n := copy(p, w.out)
+		w.out = w.out[n:]
+		return n, nil
+	}
+	if int64(len(p)) > w.chunk {
+		p = p[:w.chunk]
+	}
+	n, err := w.in.Read(p)
+	w.chunk -= int64(n)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // RFC 3030: the chunk was cut short
+	}
+	return n, err
+}
+
+// nextLine takes the next command line into out.
+func (w *wire) nextLine() error {
+	if w.err != nil {
+		return w.err
+	}
+	line, err := w.in.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(trimEOL(line)) > w.maxLine {
+		w.err = smtp.ErrTooLongLine // go-smtp answers 500 and hangs up
+		return w.err
+	}
+	if len(line) == 0 {
+		return err
+	}
+	// A last line without its LF (err is io.EOF) is handed over; the next
+	// read returns the EOF.
+	w.line = append(w.line[:0], line...)
+	w.line = w.capSize(w.line)
+	w.out = w.line
+	w.chunk = bdatSize(w.line)
+	return nil
+}
+
+// capSize rewrites a SIZE parameter of MAIL larger than the limit (of any
+// length: go-smtp parses 32 bits and answers 501 beyond) to the limit plus
+// one, which go-smtp answers 552 as RFC 1870 §6.1 asks.
+func (w *wire) capSize(line []byte) []byte {
+	if len(line) < 10 || !strings.EqualFold(string(line[:10]), "MAIL FROM:") || w.maxSize >= 1<<32-1 {
+		return line
+	}
+	gt := bytes.LastIndexByte(line, '>') // the parameters follow the path
+	if gt < 0 {
+		return line
+	}
+	params := line[gt+1:]
+	for i := 0; i < len(params); {
+		end := bytes.IndexByte(params[i:], ' ')
+		if end < 0 {
+			end = len(params)
+		} else {
+			end += i
+		}
+		field := trimEOL(params[i:end])
+		if len(field) > 5 && strings.EqualFold(string(field[:5]), "SIZE=") && isDigits(field[5:]) {
+			n, err := strconv.ParseUint(string(field[5:]), 10, 64)
+			if err != nil || n > uint64(w.maxSize) {
+				out := append(bytes.Clone(line[:gt+1+i+5]), strconv.FormatInt(w.maxSize+1, 10)...)
+				return append(out, line[gt+1+i+len(field):]...)
+			}
+		}
+		i = end + 1
+	}
+	return line
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// bdatSize is the size of the chunk that follows line when go-smtp takes
+// it for a BDAT command, parsed as go-smtp v0.25.1 parses it (parseCmd,
+// handleBdat): it reads the chunk, to store or to discard, for every BDAT
+// whose arguments parse.
+func bdatSize(line []byte) int64 {
+	if len(line) < 6 || !strings.EqualFold(string(line[:4]), "BDAT") || line[4] != ' ' {
+		return 0
+	}
+	args := strings.Fields(strings.TrimRight(string(line[5:]), "\r\n"))
+	if len(args) == 0 || len(args) > 2 || len(args) == 2 && !strings.EqualFold(args[1], "LAST") {
+		return 0
+	}
+	size, err := strconv.ParseUint(args[0], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int64(size)
+}
+
+// trimEOL cuts a line's LF and the CR before it.
+func trimEOL(line []byte) []byte {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r"))
+}
+
+// errLineTooLong answers a message with a line over the limit. SPEC §2: it
+// is permanent, for a message that can never pass must not be retried.
+var errLineTooLong = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Line too long in the message"}
+
+// readData reads a message's data up to the end marker into buf, undoing
+// the dot-stuffing and keeping every other octet as sent. RFC 5321 §4.5.2
+// and SPEC §2: the data ends at a line "." after a CRLF, whatever comes
+// before the CRLF; a bare CR or LF never starts or ends a line, so
+// "\n.\r\n" is data (no SMTP smuggling). A line over maxLine or data over
+// maxSize is read to the end and answered errLineTooLong or
+// smtp.ErrDataTooLarge, so the session goes on. Any other error is the
+// connection's.
+func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
+	var (
+		lineStart = true // after a CRLF, or at the start
+		prevCR    bool   // the last segment ended in CR
+		lineLen   int
+		size      int64
+		tooLong   bool
+		tooLarge  bool
+	)
+	for {
+		seg, err := w.in.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		// A segment ends at an LF, or holds a whole buffer of a long line.
+		// The buffer holds more than 3 octets, so ".\r\n" comes whole.
+		if lineStart && string(seg) == ".\r\n" {
+			break
+		}
+		crlf := err == nil && (len(seg) >= 2 && seg[len(seg)-2] == '\r' || len(seg) == 1 && prevCR)
+		prevCR = seg[len(seg)-1] == '\r'
+		lineLen += len(seg)
+		if crlf {
+			lineLen -= 2
+		}
+		if lineLen > w.maxLine {
+			tooLong = true
+		}
+		if lineStart && seg[0] == '.' {
+			seg = seg[1:]
+		}
+		if crlf {
+			lineLen = 0
+		}
+		lineStart = crlf
+		if tooLong || tooLarge {
+			continue
+		}
+		if size += int64(len(seg)); size > maxSize {
+			tooLarge = true
+			continue
+		}
+		buf.Write(seg)
+	}
+	// go-smtp's own data reader, which has read nothing, now reads the end
+	// marker and reports EOF; then the next command follows.
+	w.out = []byte(".\r\n")
+	switch {
+	case tooLong:
+		return errLineTooLong
+	case tooLarge:
+		return smtp.ErrDataTooLarge
+	}
+	return nil
+}
