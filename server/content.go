@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 )
 
 // The routes of this file serve what a test needs of a message beyond its
@@ -25,17 +26,25 @@ type attachmentJSON struct {
 	ContentID   string `json:"contentId"`
 }
 
+// handleAttachments lists the files of a message: the first
+// maxListedFiles of them, as a JSON array. A longer list is cut there, and
+// says so in headers, so that the array stays what clients parse:
+// X-Attachments-More counts the files beyond it, and X-Attachments-Partial
+// is "true" when burner stopped reading the message (maxWalkedParts) before
+// its end, so that there may be more files than counted.
 func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request) {
-	raw, err := s.db.Raw(r.Context(), r.PathValue("id"))
+	a, err := s.attachmentList(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := []attachmentJSON{}
-	for i, a := range attachments(raw) {
-		out = append(out, attachmentJSON{Index: i, Filename: a.Filename, ContentType: a.ContentType, Size: len(a.Data), ContentID: a.ContentID})
+	if a.More > 0 || a.Partial {
+		w.Header().Set("X-Attachments-More", strconv.Itoa(a.More))
 	}
-	writeJSON(w, http.StatusOK, out)
+	if a.Partial {
+		w.Header().Set("X-Attachments-Partial", "true")
+	}
+	writeJSON(w, http.StatusOK, attachmentsJSON(a))
 }
 
 func (s *Server) handleAttachment(w http.ResponseWriter, r *http.Request) {

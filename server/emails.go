@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/bits"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +76,21 @@ var listBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // bodies to escape.
 func writeEmails(w http.ResponseWriter, emails []storage.Email) {
 	bp := listBuffers.Get().(*[]byte)
-	b := append((*bp)[:0], '[')
+	// Bodies are most of a list's bytes and escape mostly to themselves:
+	// growing the buffer once spares a list of ten large bodies the
+	// copies of a buffer that doubles on its way to 10 MB.
+	size := 2
+	for i := range emails {
+		size += 256 + len(emails[i].To) + len(emails[i].From) + len(emails[i].FromName)
+		if emails[i].Subject != nil {
+			size += len(*emails[i].Subject)
+		}
+		if emails[i].Body != nil {
+			size += len(*emails[i].Body) + len(*emails[i].Body)/16
+		}
+	}
+	b := slices.Grow((*bp)[:0], size)
+	b = append(b, '[')
 	for i := range emails {
 		if i > 0 {
 			b = append(b, ',')
@@ -202,6 +219,18 @@ func specialJSON8(x uint64) uint64 {
 	return (below | quote | slash | x) & high
 }
 
+// decimal parses s, which must be decimal digits alone: strconv.Atoi
+// would also take a sign, so that limit=%2B5 passed while limit=+5 (a
+// space, once decoded) did not. ok is false for anything else, and for a
+// number too large for an int.
+func decimal(s string) (n int, ok bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
+}
+
 // maxWait bounds a long poll (SPEC §5).
 const maxWait = 60 * time.Second
 
@@ -212,8 +241,8 @@ func waitParam(v url.Values) (time.Duration, error) {
 	if w == "" {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(w)
-	if err != nil || n < 1 || time.Duration(n)*time.Second > maxWait {
+	n, ok := decimal(w)
+	if !ok || n < 1 || time.Duration(n)*time.Second > maxWait {
 		return 0, badRequest("'wait' must be an integer from 1 to 60.")
 	}
 	return time.Duration(n) * time.Second, nil
@@ -222,10 +251,14 @@ func waitParam(v url.Values) (time.Duration, error) {
 // listWaiting lists q; when nothing matches and wait is set, it holds the
 // request until a delivery to the inbox brings a match or wait passes.
 // Deliveries wake it (storage.Changed): there is no polling loop, and a
-// client that hangs up releases it at once.
+// client that hangs up releases it at once. The whole query runs once; a
+// wake-up reads only the emails that arrived since the last look (a
+// cursor), since nothing older can have come to match: so a delivery
+// costs each waiter the new emails, not its whole inbox again.
 func (s *Server) listWaiting(w http.ResponseWriter, r *http.Request, q storage.Query, wait time.Duration) ([]storage.Email, error) {
+	ctx := r.Context()
 	if wait == 0 || r.Method == http.MethodHead { // HEAD wants the headers now
-		return s.db.List(r.Context(), q)
+		return s.list(ctx, q)
 	}
 	deadline := time.Now().Add(wait)
 	// The server's read and write timeouts are shorter than a long poll;
@@ -233,22 +266,74 @@ func (s *Server) listWaiting(w http.ResponseWriter, r *http.Request, q storage.Q
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(deadline.Add(10 * time.Second))
 	rc.SetWriteDeadline(deadline.Add(10 * time.Second))
+	// Changed is taken before anything is read, and the cursor before the
+	// query, so that no delivery slips between them unseen.
+	changed := s.db.Changed(q.LocalPart)
+	seen, err := s.newest(ctx, q.LocalPart)
+	if err != nil {
+		return nil, err
+	}
+	emails, err := s.list(ctx, q)
+	if err != nil || len(emails) > 0 {
+		return emails, err
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		changed := s.db.Changed(q.LocalPart) // before the list, so no delivery slips between
-		emails, err := s.db.List(r.Context(), q)
-		if err != nil || len(emails) > 0 {
-			return emails, err
-		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.db.List(r.Context(), q)
-		case <-r.Context().Done():
-			return nil, r.Context().Err()
+			return s.arrived(ctx, q, seen) // one that came as time ran out
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
+		changed = s.db.Changed(q.LocalPart)
+		next, err := s.newest(ctx, q.LocalPart)
+		if err != nil {
+			return nil, err
+		}
+		if emails, err := s.arrived(ctx, q, seen); err != nil || len(emails) > 0 {
+			return emails, err
+		}
+		// Up to next, nothing matched. What came after next is read at
+		// the next wake-up, which its delivery causes.
+		seen = next
 	}
+}
+
+// cursor marks the newest email a reader has looked at in an inbox: the
+// emails that arrived after it are new. The zero cursor is an empty
+// inbox's, after which every email is new.
+type cursor struct {
+	id string
+	at time.Time // its receivedAt, the bound that stays when it is deleted
+}
+
+// newest returns the cursor of the newest email of inbox to. It reads
+// one email record and no content.
+func (s *Server) newest(ctx context.Context, to string) (cursor, error) {
+	newest, err := s.list(ctx, storage.Query{LocalPart: to, Limit: 1, NoBody: true})
+	if err != nil || len(newest) == 0 {
+		return cursor{}, err
+	}
+	return cursor{id: newest[0].ID, at: newest[0].ReceivedAt}, nil
+}
+
+// arrived lists the emails of q that arrived after c, reading none that
+// did not. When c's email is gone (deleted, or trimmed by retention), the
+// emails that came after it are those received at its time or later:
+// those of its very millisecond are read again rather than missed.
+func (s *Server) arrived(ctx context.Context, q storage.Query, c cursor) ([]storage.Email, error) {
+	q.After = c.id
+	emails, err := s.list(ctx, q)
+	if errors.Is(err, storage.ErrNotFound) && c.id != "" {
+		q.After = ""
+		if bound := c.at.Add(-time.Nanosecond); bound.After(q.Since) {
+			q.Since = bound // Since is exclusive
+		}
+		emails, err = s.list(ctx, q)
+	}
+	return emails, err
 }
 
 func (s *Server) handleGetEmail(w http.ResponseWriter, r *http.Request) {
@@ -315,8 +400,8 @@ func listQuery(rawQuery string) (listRequest, error) {
 		q.Terms = splitTerms(search)
 	}
 	if l := v.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > maxLimit {
+		n, ok := decimal(l)
+		if !ok || n < 1 || n > maxLimit {
 			return listRequest{}, badRequest("'limit' must be an integer from 1 to 10.")
 		}
 		q.Limit = n

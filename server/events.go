@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"burner/storage"
@@ -28,21 +29,30 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamEvents writes the event stream of inbox to until the client goes
-// away. The web UI serves the same stream to its pages.
+// away. The web UI serves the same stream to its pages. Like a long poll,
+// it works from a cursor: a delivery costs it the emails that arrived
+// since, read without their bodies, and then each one's body as it is
+// sent, so that a burst of large emails is never held in memory at once.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string) {
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	// The cursor is the newest email the client has: Last-Event-ID on a
 	// reconnection, else the newest at connection time.
-	cursor := r.Header.Get("Last-Event-ID")
-	if cursor != "" {
-		if _, err := s.db.List(ctx, storage.Query{LocalPart: to, After: cursor, Limit: 1}); errors.Is(err, storage.ErrNotFound) {
-			cursor = "" // deleted since, or never ours: start from now
+	var cur cursor
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		e, err := s.db.Email(ctx, id)
+		switch {
+		case err == nil && strings.EqualFold(storage.LocalPart(e.To), to):
+			cur = cursor{id: e.ID, at: e.ReceivedAt}
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			s.fail(w, r, err)
+			return
 		}
+		// Deleted since, or never ours: start from now.
 	}
-	if cursor == "" {
+	if cur.id == "" {
 		var err error
-		if cursor, err = s.newestID(r, to); err != nil {
+		if cur, err = s.newest(ctx, to); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -74,11 +84,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string)
 		// What arrived after the cursor, oldest first. Changed is taken
 		// before the list, so that no delivery slips between the two.
 		changed := s.db.Changed(to)
-		fresh, err := s.db.List(ctx, storage.Query{LocalPart: to, After: cursor})
-		if errors.Is(err, storage.ErrNotFound) {
-			// The cursor email was deleted: go on from the newest.
-			cursor, err = s.newestID(r, to)
-		}
+		fresh, err := s.arrived(ctx, storage.Query{LocalPart: to, NoBody: true}, cur)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.ErrorContext(ctx, "event stream failed", "err", err)
@@ -87,11 +93,21 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string)
 		}
 		slices.Reverse(fresh)
 		for _, e := range fresh {
-			data, _ := json.Marshal(newEmailJSON(e))
+			cur = cursor{id: e.ID, at: e.ReceivedAt}
+			full, err := s.db.Email(ctx, e.ID)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue // deleted since: there is nothing to tell
+			}
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.ErrorContext(ctx, "event stream failed", "err", err)
+				}
+				return
+			}
+			data, _ := json.Marshal(newEmailJSON(full))
 			if !send("id: %s\nevent: email\ndata: %s\n\n", e.ID, data) {
 				return
 			}
-			cursor = e.ID
 		}
 		select {
 		case <-ctx.Done():
@@ -103,14 +119,4 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string)
 			}
 		}
 	}
-}
-
-// newestID returns the id of the newest email of inbox to, or "" when it
-// has none (then every email to come is new).
-func (s *Server) newestID(r *http.Request, to string) (string, error) {
-	newest, err := s.db.List(r.Context(), storage.Query{LocalPart: to, Limit: 1})
-	if err != nil || len(newest) == 0 {
-		return "", err
-	}
-	return newest[0].ID, nil
 }

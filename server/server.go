@@ -2,10 +2,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -29,7 +31,13 @@ type Options struct {
 	// Domains are the inbox domains (smtp.domains); the UI shows an
 	// inbox's full addresses with them.
 	Domains []string
-	// Now is the clock of UI sessions; time.Now when nil.
+	// RemoteImages lets the email page load a body's remote (https:)
+	// images at once (ui.remote_images). Without it they are blocked, and
+	// the page offers a link that loads them for one view: an image
+	// tells its sender who reads the address, from where and when.
+	RemoteImages bool
+	// Now is the clock of UI sessions and of /healthz's cache; time.Now
+	// when nil.
 	Now func() time.Time
 	// MaxQueryBytes caps a request's query string; a longer one is
 	// answered 414 before any other work. 0 means 4 KiB.
@@ -53,6 +61,9 @@ type Server struct {
 	web     *webUI // the web UI's templates and sessions; nil without Options.UI
 	metrics *httpMetrics
 	health  healthCache
+	// list is db.List, for the long polls, event streams and inbox
+	// pages: a test wraps it to see which queries they make.
+	list func(context.Context, storage.Query) ([]storage.Email, error)
 }
 
 // New returns a Server over db. A nil log discards log output.
@@ -66,7 +77,7 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{db: db, opts: opts, log: log}
+	s := &Server{db: db, opts: opts, log: log, list: db.List}
 	var reg prometheus.Registerer
 	if opts.Metrics != nil {
 		reg = opts.Metrics
@@ -125,7 +136,40 @@ func (s *Server) routes() http.Handler {
 	} else {
 		mux.HandleFunc("/", notFound)
 	}
-	return mux
+	return canonicalPaths(mux)
+}
+
+// canonicalPaths answers a JSON 404 to a request whose path is not in
+// canonical form ("//api/v1/emails", "/./api/...", "/api/v1/../v1/emails"),
+// where ServeMux would answer a text 307 to the cleaned path: every answer
+// is JSON (SPEC §4). A 404 rather than a redirect with a JSON body: such a
+// path names none of our routes; a redirect would make every spelling of
+// a route an alias of it, one that proxies and access rules in front of
+// burner do not see as that route; and the client that built it (most
+// often a base URL joined with a stray slash) learns of its bug at once
+// instead of paying a round trip on every call.
+func canonicalPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux leaves CONNECT paths alone, and so do we.
+		if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
+			notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is ServeMux's canonical form of p: rooted, without "." and ".."
+// elements or repeated slashes, and with its trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		p = "/" + p
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // requireKey answers 401 unless the request carries the API key of a key

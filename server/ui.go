@@ -35,15 +35,23 @@ var staticFS embed.FS
 // uiCSP is the Content-Security-Policy of the UI's pages: our own script
 // and stylesheet only, no inline script, no plugin, no framing by others.
 // connect-src lets the script follow the event stream and fetch the page.
-// Images may come from https: and data: because email bodies show them.
-const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https: data:; " +
+// Only the email page shows remote images (emailCSP).
+const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // emailCSP is uiCSP for the email page, whose srcdoc iframe inherits it: it
 // also allows inline styles, because the sanitizer keeps the style
-// attributes that mail is laid out with. Scripts stay blocked twice over:
-// by this policy and by the iframe's sandbox, which lacks allow-scripts.
+// attributes that mail is laid out with, and https: images, which the
+// sanitizer keeps too. Scripts stay blocked twice over: by this policy and
+// by the iframe's sandbox, which lacks allow-scripts.
 const emailCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
+	"connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// emailCSPNoRemote is emailCSP without remote images, for ui.remote_images
+// = false: loading an image tells its sender who reads the address, from
+// where and when. The browser shows a blocked image as its placeholder
+// (its alt text), and the page offers a link to load them (?images=1).
+const emailCSPNoRemote = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 // pageSize is how many emails an inbox page lists.
@@ -172,8 +180,12 @@ func (u *webUI) render(w http.ResponseWriter, r *http.Request, status int, name 
 		panic(fmt.Sprintf("render %s: %v", name, err))
 	}
 	h := w.Header()
-	if name == "email" {
-		h.Set("Content-Security-Policy", emailCSP)
+	if p, ok := page.(emailPage); ok {
+		if p.RemoteImages {
+			h.Set("Content-Security-Policy", emailCSP)
+		} else {
+			h.Set("Content-Security-Policy", emailCSPNoRemote)
+		}
 	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
@@ -278,7 +290,8 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 	for _, d := range u.domains() {
 		p.Addresses = append(p.Addresses, local+"@"+d)
 	}
-	q := storage.Query{LocalPart: local, Limit: pageSize + 1, Before: v.Get("before")}
+	// The page shows no body: NoBody spares decoding up to 51 of them.
+	q := storage.Query{LocalPart: local, Limit: pageSize + 1, Before: v.Get("before"), NoBody: true}
 	switch p.In {
 	case "subject":
 		q.Subject = p.Q
@@ -290,7 +303,7 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Filtered = strings.TrimSpace(p.Q) != ""
 	var err error
-	p.Emails, err = u.s.db.List(r.Context(), q)
+	p.Emails, err = u.s.list(r.Context(), q)
 	if errors.Is(err, storage.ErrNotFound) && q.Before != "" {
 		// The page started at an email deleted since: start from the newest.
 		v.Del("before")
@@ -360,10 +373,18 @@ func (u *webUI) handleClear(w http.ResponseWriter, r *http.Request) {
 }
 
 type emailPage struct {
-	Email       storage.Email
-	Local       string // the inbox it is in
-	Srcdoc      string // the iframe's document: the body, sanitized at delivery
-	Attachments []attachmentJSON
+	Email  storage.Email
+	Local  string // the inbox it is in
+	Srcdoc string // the iframe's document: the body, sanitized at delivery
+	// RemoteImages: the page's policy lets the body load https: images.
+	RemoteImages bool
+	// LoadImages is the URL of this page with remote images, when the
+	// body has some and they are blocked.
+	LoadImages string
+	// Cut: the body was cut at delivery (storage.CutMark); the source
+	// has the whole message.
+	Cut         bool
+	Attachments fileList
 }
 
 // frameHead starts the iframe's document. The body was sanitized at
@@ -375,7 +396,7 @@ const frameHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="
 // handleEmail shows one email and marks it read: the read flag means
 // "viewed in the UI" (SPEC §3).
 func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
-	e, raw, ok := u.emailAndRaw(w, r)
+	e, _, ok := u.emailAndRaw(w, r)
 	if !ok {
 		return
 	}
@@ -391,10 +412,20 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 	if e.Body != nil {
 		css, _ := u.staticURL("frame.css")
 		p.Srcdoc = fmt.Sprintf(frameHead, css) + *e.Body + "</body></html>"
+		p.Cut = strings.HasSuffix(*e.Body, storage.CutMark)
+		// The sanitizer keeps images only in <img> (no CSS url()): a body
+		// without one loads nothing from elsewhere and needs no notice.
+		p.RemoteImages = u.s.opts.RemoteImages || r.URL.Query().Get("images") == "1"
+		if !p.RemoteImages && strings.Contains(*e.Body, "<img") {
+			p.LoadImages = "/email/" + url.PathEscape(e.ID) + "?images=1"
+		}
 	}
-	for i, a := range attachments(raw) {
-		p.Attachments = append(p.Attachments, attachmentJSON{Index: i, Filename: a.Filename, ContentType: a.ContentType, Size: len(a.Data)})
+	files, err := u.s.attachmentList(r.Context(), e.ID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
 	}
+	p.Attachments = newFileList(files)
 	u.render(w, r, http.StatusOK, "email", p)
 }
 

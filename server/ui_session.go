@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"burner/storage"
 )
@@ -257,12 +258,34 @@ func overTLS(r *http.Request) bool {
 }
 
 // localNext returns next when it is a path on this server, else "/": the
-// login page must not send anyone to another site.
+// login page and the delete form must not send anyone to another site.
+// Browsers read a backslash as a slash and drop tabs and newlines from a
+// URL, so `/\evil.example` and `/<TAB>/evil.example` both mean
+// `//evil.example`, another host; and http.Redirect cleans the path, which
+// can bring a backslash to the front (`/a/../\evil.example`). So next must
+// start with one "/" that no "/" follows, and hold no backslash or control
+// character anywhere, as given or percent-decoded (the decoded form is
+// what a later hop, or a lenient client, may act on).
 func localNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	decoded, err := url.PathUnescape(next)
+	if err != nil || !localPath(next) || !localPath(decoded) {
 		return "/"
 	}
 	return next
+}
+
+// localPath reports whether p starts with a single "/" and holds no
+// backslash and no control character (C0, DEL or C1).
+func localPath(p string) bool {
+	if len(p) == 0 || p[0] != '/' || (len(p) > 1 && p[1] == '/') {
+		return false
+	}
+	for _, r := range p {
+		if r == '\\' || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 type loginPage struct {

@@ -445,8 +445,8 @@ func TestUIEmailPage(t *testing.T) {
 	wantPage(t, "GET /email/"+e.ID, res, http.StatusOK, "Files", "Shop", "&lt;shop@example.com&gt;", "alice@example.com",
 		"2025-03-14 15:09:27 UTC", `href="/email/`+e.ID+`/raw"`, `href="/email/`+e.ID+`/attachments/0"`, "text/html, 25 B", `x&#34;&gt;&lt;b&gt;.html`,
 		`href="/inbox/alice"`)
-	if got := res.header.Get("Content-Security-Policy"); got != emailCSP {
-		t.Errorf("email page CSP %q, want %q", got, emailCSP)
+	if got := res.header.Get("Content-Security-Policy"); got != emailCSPNoRemote {
+		t.Errorf("email page CSP %q, want %q (no remote images by default)", got, emailCSPNoRemote)
 	}
 	doc, err := xhtml.Parse(strings.NewReader(res.body))
 	if err != nil {
@@ -456,9 +456,10 @@ func TestUIEmailPage(t *testing.T) {
 	if len(frames) != 1 {
 		t.Fatalf("the email page has %d iframes, want 1", len(frames))
 	}
-	sandbox, hasSandbox := attr(frames[0], "sandbox")
-	if !hasSandbox || strings.Contains(sandbox, "allow-scripts") || strings.Contains(sandbox, "allow-same-origin") {
-		t.Errorf("iframe sandbox=%q (present %v), want a sandbox without allow-scripts or allow-same-origin", sandbox, hasSandbox)
+	// Exactly what README documents: links open in a new tab that is an
+	// ordinary page, and nothing else is allowed.
+	if sandbox, ok := attr(frames[0], "sandbox"); sandbox != "allow-popups allow-popups-to-escape-sandbox" {
+		t.Errorf("iframe sandbox=%q (present %v), want %q", sandbox, ok, "allow-popups allow-popups-to-escape-sandbox")
 	}
 	if _, ok := attr(frames[0], "src"); ok {
 		t.Error("the iframe has a src; the body belongs in srcdoc")

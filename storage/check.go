@@ -44,8 +44,9 @@ func (r *CheckReport) problem(format string, args ...any) {
 // or free, once), then that burner's buckets agree with each other: every
 // email record decodes and is indexed by its id, the inbox counts are the
 // numbers of emails, each message's reference count is the number of
-// emails that share it and it has its raw source, and every key has its
-// hash entry. It reads everything, so it takes a while on a large file.
+// emails that share it and it has its raw source, every attachment index
+// decodes and belongs to a message, and every key has its hash entry. It
+// reads everything, so it takes a while on a large file.
 //
 // bbolt's check reads the free list, which writers change, so Check holds
 // the write lock while it runs: mail waits (it is not refused) until it
@@ -67,7 +68,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return CheckReport{}, err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
+	for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes} {
 		if tx.Bucket(name) == nil {
 			r.problem("bucket %q is missing", name)
 		}
@@ -85,6 +86,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return CheckReport{}, err
 	}
+	checkParts(tx, &r)
 	checkKeys(tx, &r)
 	return r, nil
 }
@@ -191,6 +193,22 @@ func checkKeys(tx *bolt.Tx, r *CheckReport) {
 		}
 		if _, h, err := decodeKey(id, v); err == nil && !bytes.Equal(h, hash) {
 			r.problem("key hash %x points to key %q, whose hash differs", hash, id)
+		}
+		return nil
+	})
+}
+
+// checkParts checks that every attachment index decodes and belongs to a
+// stored message.
+func checkParts(tx *bolt.Tx, r *CheckReport) {
+	contents := tx.Bucket(bucketContents)
+	tx.Bucket(bucketParts).ForEach(func(ckey, v []byte) error {
+		if contents.Get(ckey) == nil {
+			r.problem("attachment index %x belongs to no message", ckey)
+			return nil
+		}
+		if _, _, err := decodeParts(v); err != nil {
+			r.problem("attachment index %x: %v", ckey, err)
 		}
 		return nil
 	})

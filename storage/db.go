@@ -20,13 +20,15 @@ var ErrLocked = errors.New("storage: data file is in use by another process")
 const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
-// records.go for emails, ids, inboxes, contents and raw; keys.go for keys and keyhashes.
+// records.go for emails, ids, inboxes, contents and raw; parts.go for parts;
+// keys.go for keys and keyhashes.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
 	bucketIDs       = []byte("ids")
 	bucketContents  = []byte("contents")
 	bucketRaw       = []byte("raw")
+	bucketParts     = []byte("parts")
 	bucketInboxes   = []byte("inboxes")
 	bucketKeys      = []byte("keys")
 	bucketKeyHashes = []byte("keyhashes")
@@ -125,7 +127,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketKeys, bucketKeyHashes} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

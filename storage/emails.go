@@ -221,22 +221,31 @@ func (db *DB) commitBatch(batch []*delivery) {
 	}
 }
 
-// checkRoom returns ErrFull when storing n more bytes would take the data
-// file past Options.MaxBytes. Pages freed by deletions are reused, so what
-// counts is the file's size less its free pages.
+// checkRoom returns an error wrapping ErrFull when storing n more bytes
+// would take the data file past Options.MaxBytes, or need more than the
+// disk has left: the mail is then refused for want of space (452) before
+// any work, rather than failing at the commit. Pages freed by deletions
+// are reused, so what counts is the file's size less its free pages, and
+// on the disk, its free space plus those pages. /healthz makes the same
+// check (CheckWritable).
 func (db *DB) checkRoom(n int) error {
-	if db.maxBytes <= 0 {
-		return nil
-	}
 	var size int64
 	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
 		return err
 	}
-	if used := size - int64(db.bolt.Stats().FreeAlloc); used+int64(n) > db.maxBytes {
+	reusable := int64(db.bolt.Stats().FreeAlloc)
+	if db.maxBytes > 0 && size-reusable+int64(n) > db.maxBytes {
 		return ErrFull
+	}
+	if disk, ok := diskFree(db.bolt.Path()); ok && disk+reusable < int64(n)+diskReserve {
+		return fmt.Errorf("%d bytes left on the disk: %w", disk, ErrFull)
 	}
 	return nil
 }
+
+// diskReserve is the disk space a commit may need beyond the message's
+// own bytes: the branch pages, freelist and meta page that it rewrites.
+const diskReserve = 1 << 20
 
 // List returns the emails of q.LocalPart that match q, newest first (equal
 // times in reverse arrival order). With q.After it returns ErrNotFound when
@@ -355,6 +364,7 @@ func (w *walk) content(ckey []byte) ([]byte, error) {
 // serial lists the walk's emails in this goroutine.
 func (w *walk) serial(q Query) ([]Email, error) {
 	ev := newEvaluator(w.m)
+	ev.noBody = q.NoBody
 	defer ev.release()
 	var out []Email
 	for q.Limit <= 0 || len(out) < q.Limit {
@@ -391,6 +401,7 @@ func (w *walk) parallel(q Query, workers int) ([]Email, error) {
 		go func() {
 			defer wg.Done()
 			ev := newEvaluator(newMatcher(q))
+			ev.noBody = q.NoBody
 			defer ev.release()
 			for b := range jobs {
 				func() {
@@ -470,8 +481,9 @@ func (w *walk) parallel(q Query, workers int) ([]Email, error) {
 
 // evaluator decodes and matches candidates, in one goroutine at a time.
 type evaluator struct {
-	m   *matcher
-	buf *[]byte // what content records are decoded into
+	m      *matcher
+	buf    *[]byte // what content records are decoded into
+	noBody bool    // Query.NoBody: the body is neither decoded nor returned
 }
 
 // decodeBuffers holds the buffers evaluators decode into.
@@ -489,7 +501,8 @@ func (ev *evaluator) release() {
 
 // eval returns the email of c, and whether it matches. A body filter or a
 // search decodes the text alone until it matches; the body is decoded
-// once the email is in, for it is part of the answer.
+// once the email is in, for it is part of the answer, unless the query
+// asks for no body (Query.NoBody).
 func (ev *evaluator) eval(c candidate) (Email, bool, error) {
 	v, err := viewEmail(c.rec)
 	if err != nil {
@@ -498,6 +511,11 @@ func (ev *evaluator) eval(c candidate) (Email, bool, error) {
 	ok, needContent := ev.m.matchEmail(&v) // again: it folds the fields the terms look at
 	if !ok {
 		return Email{}, false, nil
+	}
+	if ev.noBody && !needContent {
+		// The record decided, and no body is wanted: the content, often
+		// most of an email's bytes, is not decoded at all.
+		return v.email(c.key), true, nil
 	}
 	ct, buf, err := decodeText(c.content, *ev.buf)
 	*ev.buf = buf
@@ -509,6 +527,9 @@ func (ev *evaluator) eval(c candidate) (Email, bool, error) {
 	}
 	if needContent && !ev.m.matchContent(&ct) {
 		return Email{}, false, nil
+	}
+	if ev.noBody {
+		return v.email(c.key), true, nil
 	}
 	if *ev.buf, err = ct.decodeSection(*ev.buf); err != nil {
 		return Email{}, false, fmt.Errorf("email %x: %w", v.id, err)
@@ -710,6 +731,9 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 	}
 	if refs <= 1 {
 		if err := contents.Delete(ckey); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketParts).Delete(ckey); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketRaw).Delete(ckey)

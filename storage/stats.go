@@ -94,17 +94,31 @@ func timeIn(key, prefix []byte) (time.Time, bool) {
 	return keyTime(key), true
 }
 
-// CheckWritable commits an empty write transaction: it fails when the file
-// is closed or the disk refuses writes. It costs an fsync, so callers
-// should not run it per request.
+// healthRoom is the message CheckWritable wants room for: a small one,
+// headers and all.
+const healthRoom = 4 << 10
+
+// CheckWritable commits an empty write transaction, then makes Deliver's
+// check of room (checkRoom) for a small message. It fails when the file is
+// closed or the disk refuses writes, and with an error wrapping ErrFull
+// while new mail would be refused for want of space (Options.MaxBytes, or
+// a full disk). The commit costs an fsync, so callers should not run it
+// per request.
 func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		// Rewriting the schema version dirties a page, so the commit
 		// really writes.
 		meta := tx.Bucket(bucketMeta)
 		return meta.Put(keySchema, []byte{byte(schemaVersion)})
 	})
+	if err != nil {
+		return err
+	}
+	if err := db.checkRoom(healthRoom); err != nil {
+		return fmt.Errorf("no room for new mail: %w", err)
+	}
+	return nil
 }

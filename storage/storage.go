@@ -46,6 +46,15 @@ type Message struct {
 	Raw      []byte   // the message as received
 }
 
+// CutMark ends a body that smtpd cut at its cap (smtpd.Options.MaxBodyBytes):
+// the body kept is the first part of the message's, and the whole message
+// is in its raw source. The web UI looks for it to offer the source.
+const CutMark = `<p class="burner-cut">[…] burner kept only the start of this body; the whole message is in its source.</p>`
+
+// CutText ends a text (the plain part, the search text) that smtpd cut at
+// the body cap, for the same reason.
+const CutText = "\n[…] burner kept only the start of this text; the whole message is in its source."
+
 // Content is what a message says beyond its Email fields.
 type Content struct {
 	Plain string   // the text/plain part, or else the text of the HTML body
@@ -63,6 +72,7 @@ type Query struct {
 	Header    *Header   // when set, a field with this name (any case) whose value holds Value (case-folded)
 	After     string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
 	Before    string    // when set, only emails that arrived before the email with this id (ErrNotFound if unknown), for paging
+	NoBody    bool      // Body is left nil: the caller shows no body, so List decodes none
 }
 
 // MaxLocalPart is the longest local part burner accepts.
