@@ -63,9 +63,11 @@ type SMTPConfig struct {
 	MaxMessageBytes int64    `toml:"max_message_bytes"`
 	MaxRecipients   int      `toml:"max_recipients"`
 	MaxConnections  int      `toml:"max_connections"`
+	MaxConnsPerIP   int      `toml:"max_connections_per_ip"`
 	CommandTimeout  duration `toml:"command_timeout"`
 	DataTimeout     duration `toml:"data_timeout"`
 	MaxLineLength   int      `toml:"max_line_length"`
+	MaxBodyBytes    int      `toml:"max_body_bytes"`
 	TLSCert         string   `toml:"tls_cert"`
 	TLSKey          string   `toml:"tls_key"`
 }
@@ -90,9 +92,10 @@ type RetentionConfig struct {
 }
 
 type UIConfig struct {
-	Enabled    bool `toml:"enabled"`
-	Public     bool `toml:"public"`
-	RequireTLS bool `toml:"require_tls"`
+	Enabled      bool `toml:"enabled"`
+	Public       bool `toml:"public"`
+	RequireTLS   bool `toml:"require_tls"`
+	RemoteImages bool `toml:"remote_images"`
 }
 
 type LogConfig struct {
@@ -126,6 +129,7 @@ func defaultConfig() Config {
 			CommandTimeout:  duration{5 * time.Minute},
 			DataTimeout:     duration{10 * time.Minute},
 			MaxLineLength:   2000,
+			MaxBodyBytes:    1 << 20,
 		},
 		HTTP: HTTPConfig{
 			Listen:            "127.0.0.1:8080",
@@ -214,6 +218,9 @@ func (c Config) validate() error {
 	if c.SMTP.MaxRecipients <= 0 {
 		errs = append(errs, errors.New("smtp.max_recipients: must be positive"))
 	}
+	if c.SMTP.MaxConnsPerIP < 0 {
+		errs = append(errs, errors.New("smtp.max_connections_per_ip: must be 0 (a tenth of max_connections) or positive"))
+	}
 	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
 		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))
 	}
@@ -222,6 +229,7 @@ func (c Config) validate() error {
 	}
 	for name, n := range map[string]int{
 		"smtp.max_connections": c.SMTP.MaxConnections, "smtp.max_line_length": c.SMTP.MaxLineLength,
+		"smtp.max_body_bytes":   c.SMTP.MaxBodyBytes,
 		"http.max_header_bytes": c.HTTP.MaxHeaderBytes, "http.max_query_bytes": c.HTTP.MaxQueryBytes,
 	} {
 		if n <= 0 {
@@ -481,15 +489,18 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
 		MaxConnections:  cfg.SMTP.MaxConnections,
+		MaxConnsPerIP:   cfg.SMTP.MaxConnsPerIP,
 		CommandTimeout:  cfg.SMTP.CommandTimeout.Duration,
 		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
 		MaxLineLength:   cfg.SMTP.MaxLineLength,
+		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
 		TLSConfig:       smtpTLS,
 	}, log.With("component", "smtpd"))
 	api := server.New(a.db, server.Options{
 		UI:            cfg.UI.Enabled,
 		Public:        cfg.UI.Public,
 		RequireTLS:    cfg.UI.RequireTLS,
+		RemoteImages:  cfg.UI.RemoteImages,
 		Domains:       cfg.SMTP.Domains,
 		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
 		Metrics:       reg,
