@@ -1,47 +1,34 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	bolt "go.etcd.io/bbolt"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
-// listIDs returns the ids of the emails of inbox, newest first, through
-// the API.
-func (ta *testApp) listIDs(t *testing.T, key, inbox string) []string {
-	t.Helper()
-	status, body := ta.get(t, key, "/api/v1/emails?to="+inbox)
-	var es []struct{ ID, Subject string }
-	if status != 200 || json.Unmarshal(body, &es) != nil {
-		t.Fatalf("GET %s's inbox = %d %s", inbox, status, body)
+func TestVersion(t *testing.T) {
+	out, err := runCmd(t, "version")
+	if err != nil || !strings.HasPrefix(out, "burner ") {
+		t.Errorf("burner version = %q, %v; want \"burner <version>\"", out, err)
 	}
-	ids := make([]string, len(es))
-	for i, e := range es {
-		ids[i] = e.ID + " " + e.Subject
-	}
-	return ids
-}
-
-// stopNow stops burner in the middle of a test; the cleanup's stop then
-// finds it stopped.
-func (ta *testApp) stopNow() {
-	ta.stop()
-	ta.done <- nil
 }
 
 // TestBackupRestore takes a hot backup through the control socket while
@@ -98,7 +85,7 @@ func TestBackupRestore(t *testing.T) {
 // refused.
 func TestBackupOffline(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "burner.db")
-	db, err := storage.Open(data, storage.Options{})
+	db, err := boltdb.Open(data, boltdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +105,7 @@ func TestBackupOffline(t *testing.T) {
 		if name == "stdout" {
 			os.WriteFile(path, []byte(stdout), 0o600)
 		}
-		cp, err := storage.Open(path, storage.Options{})
+		cp, err := boltdb.Open(path, boltdb.Options{})
 		if err != nil {
 			t.Fatalf("open the backup to %s: %v", name, err)
 		}
@@ -187,69 +174,250 @@ func TestStatsInboxesCheck(t *testing.T) {
 	}
 }
 
-// TestStartRefusesNewerFile: a file written by a newer burner is refused
-// at start, with both versions named.
-func TestStartRefusesNewerFile(t *testing.T) {
-	data := filepath.Join(t.TempDir(), "burner.db")
-	bdb, err := bolt.Open(data, 0o600, nil)
+// fileSum returns the sha256 of the file at path.
+func fileSum(t *testing.T, path string) [sha256.Size]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bdb.Update(func(tx *bolt.Tx) error {
-		b, _ := tx.CreateBucket([]byte("meta"))
-		return b.Put([]byte("schema"), []byte{99})
-	})
-	bdb.Close()
-	cfg := defaultConfig()
-	cfg.Data = data
-	cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
-	_, err = start(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "reads versions up to ") || !strings.Contains(err.Error(), "newer burner") {
-		t.Errorf("start on a file from a newer burner: %v", err)
+	return sha256.Sum256(b)
+}
+
+// burnerFile writes a data file of this burner with an email and a key,
+// and returns its path, closed.
+func burnerFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "burner.db")
+	db, err := boltdb.Open(path, boltdb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Deliver(context.Background(), &storage.Message{Raw: []byte("Subject: x\r\n\r\nhi\r\n")}, []string{"carol@x.test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateKey(context.Background(), "k", storage.Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// setSchema stamps the burner data file at path with schema version v,
+// behind burner's back.
+func setSchema(t *testing.T, path string, v byte) {
+	t.Helper()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	if err := bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{v}) }); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func TestCompletion(t *testing.T) {
-	for shell, want := range map[string]string{"bash": "__start_burner", "zsh": "#compdef burner", "fish": "complete -c burner"} {
-		out, err := runCmd(t, "completion", shell)
-		if err != nil || !strings.Contains(out, want) {
-			t.Errorf("burner completion %s: %v, output lacks %q", shell, err, want)
-		}
-	}
+// inspections are the commands that only read the data file, and keys
+// revoke, which changes an existing one: none may create a file, and on a
+// file they refuse none may change a byte of it. OUT is where backup
+// writes.
+var inspections = [][]string{
+	{"check"}, {"stats"}, {"inboxes"}, {"keys", "list"}, {"backup", "OUT"}, {"backup", "-"}, {"keys", "revoke", "k"},
 }
 
-// TestHelp: every flag of every command says what it does, and --help
-// shows the defaults.
-func TestHelp(t *testing.T) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.Short == "" {
-			t.Errorf("%q has no short description", c.CommandPath())
+// runOn runs the command args on the data file data, with OUT replaced by
+// a path in a directory of its own, and returns that path.
+func runOn(t *testing.T, data string, args []string) (out string, backup string, err error) {
+	t.Helper()
+	backup = filepath.Join(t.TempDir(), "backup.db")
+	args = slices.Clone(args)
+	for i, a := range args {
+		if a == "OUT" {
+			args[i] = backup
 		}
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			if len(f.Usage) < 15 {
-				t.Errorf("%s --%s: usage %q says too little", c.CommandPath(), f.Name, f.Usage)
+	}
+	out, err = runCmd(t, append(args, "--data", data)...)
+	return out, backup, err
+}
+
+// TestInspectionRefusesForeignFiles: on a file that is not a burner data
+// file, or whose schema is older or newer than this burner's, every
+// inspection command and keys revoke fails with a message that says so,
+// and the file stays byte for byte as it was: nothing creates burner's
+// buckets in another program's file or upgrades an old one in place.
+func TestInspectionRefusesForeignFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T) string
+		want string
+	}{
+		{"another program's bbolt file", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "other.db")
+			bdb, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bdb.Close()
+			if err := bdb.Update(func(tx *bolt.Tx) error {
+				b, err := tx.CreateBucket([]byte("widgets"))
+				if err != nil {
+					return err
+				}
+				return b.Put([]byte("sprocket"), []byte("42"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, "not a burner data file"},
+		{"an empty bbolt file", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "empty.db")
+			bdb, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bdb.Close()
+			return path
+		}, "not a burner data file|schema version 0"}, // also what a crash inside serve's first open leaves
+		{"a text file", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "notes.txt")
+			if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, "not a burner data file"},
+		{"a file of zero bytes", func(t *testing.T) string {
+			path := filepath.Join(t.TempDir(), "zero.db")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, "not a burner data file"},
+		{"a newer schema", func(t *testing.T) string {
+			path := burnerFile(t)
+			setSchema(t, path, 99)
+			return path
+		}, "newer burner"},
+		{"an older schema", func(t *testing.T) string {
+			path := burnerFile(t)
+			setSchema(t, path, 1) // the layout before compact records
+			return path
+		}, "older layout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.make(t)
+			before := fileSum(t, data)
+			for _, args := range inspections {
+				out, backup, err := runOn(t, data, args)
+				what := "burner " + strings.Join(args, " ")
+				if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) || !strings.Contains(err.Error(), data) {
+					t.Errorf("%s on %s = %v; want an error naming the file and saying %q", what, tc.name, err, tc.want)
+				}
+				if out != "" {
+					t.Errorf("%s on %s printed %q, want nothing", what, tc.name, out)
+				}
+				if got := fileSum(t, data); got != before {
+					t.Fatalf("%s on %s changed the file", what, tc.name)
+				}
+				if _, err := os.Stat(backup); err == nil {
+					t.Errorf("%s on %s wrote %s", what, tc.name, backup)
+				}
 			}
 		})
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
 	}
-	walk(newRootCmd())
+}
 
-	out, err := runCmd(t, "serve", "--help")
-	for _, want := range []string{
-		`--data FILE`, `(default "burner.db")`, `--http ADDR`, `(default "127.0.0.1:8080")`,
-		`--smtp ADDR`, `(default "127.0.0.1:2525")`, `--domain DOMAIN`, `--config FILE`, "SIGHUP",
-	} {
-		if err != nil || !strings.Contains(out, want) {
-			t.Errorf("burner serve --help lacks %q:\n%s", want, out)
+// TestInspectionOfMissingFile: a mistyped --data is an error that says
+// so, and no command but serve and keys create makes the file.
+func TestInspectionOfMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "mistyped.db")
+	for _, args := range inspections {
+		_, backup, err := runOn(t, data, args)
+		what := "burner " + strings.Join(args, " ")
+		if err == nil || !strings.Contains(err.Error(), data+": no such data file") || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s on a missing file = %v; want \"%s: no such data file\"", what, err, data)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Fatalf("%s on a missing file left %v in its directory", what, entries)
+		}
+		if _, err := os.Stat(backup); err == nil {
+			t.Errorf("%s on a missing file wrote %s", what, backup)
 		}
 	}
-	out, _ = runCmd(t, "--help")
-	for _, cmd := range []string{"serve", "keys", "backup", "check", "stats", "inboxes", "completion", "version"} {
-		if !regexp.MustCompile(`(?m)^  ` + cmd + ` `).MatchString(out) {
-			t.Errorf("burner --help does not list %s:\n%s", cmd, out)
+}
+
+// TestInspectionReadsOnly: on a sound data file the inspection commands
+// answer and leave it byte for byte as it was, with no server running.
+func TestInspectionReadsOnly(t *testing.T) {
+	data := burnerFile(t)
+	before := fileSum(t, data)
+	for _, args := range inspections[:len(inspections)-1] { // not revoke, which writes
+		out, backup, err := runOn(t, data, args)
+		what := "burner " + strings.Join(args, " ")
+		if err != nil || out == "" {
+			t.Errorf("%s on a sound file = %q, %v; want an answer", what, out, err)
+		}
+		if got := fileSum(t, data); got != before {
+			t.Fatalf("%s changed the data file", what)
+		}
+		if args[0] == "backup" && args[1] == "OUT" {
+			cp, err := boltdb.Open(backup, boltdb.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("%s wrote a copy that does not open: %v", what, err)
+			}
+			st, err := cp.Stats(context.Background())
+			cp.Close()
+			if err != nil || st.Emails != 1 || st.Keys != 1 {
+				t.Errorf("%s wrote a copy with %+v, %v; want the email and the key", what, st, err)
+			}
+		}
+	}
+	// Two readers at once: a read-only open does not lock others out.
+	db, err := boltdb.Open(data, boltdb.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if out, err := runCmd(t, "stats", "--data", data); err != nil || !strings.Contains(out, "emails") {
+		t.Errorf("burner stats while another reader has the file = %q, %v", out, err)
+	}
+}
+
+// TestCLIChild is not a test on its own: TestExitStatus runs the test
+// binary again with BURNER_CLI_ARGS set, and this becomes burner's CLI.
+func TestCLIChild(t *testing.T) {
+	args := os.Getenv("BURNER_CLI_ARGS")
+	if args == "" {
+		t.Skip("runs only as TestExitStatus's child process")
+	}
+	os.Args = []string{"burner"}
+	if err := json.Unmarshal([]byte(args), &os.Args); err != nil {
+		t.Fatal(err)
+	}
+	main()
+	os.Exit(0)
+}
+
+// TestExitStatus: a refusal is a non-zero exit status with the reason on
+// stderr, as a script sees it.
+func TestExitStatus(t *testing.T) {
+	if os.Getenv("BURNER_CLI_ARGS") != "" {
+		t.Skip("child process")
+	}
+	data := filepath.Join(t.TempDir(), "other.db")
+	if err := os.WriteFile(data, []byte(strings.Repeat("x", 8192)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", "--data", data}, {"stats", "--data", data + ".missing"}} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCLIChild$", "-test.count=1")
+		argv, _ := json.Marshal(append([]string{"burner"}, args...))
+		cmd.Env = append(os.Environ(), "BURNER_CLI_ARGS="+string(argv))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "burner: ") || !strings.Contains(stderr.String(), data) {
+			t.Errorf("burner %s: %v, stderr %q; want exit status 1 and the reason", strings.Join(args, " "), err, stderr.String())
 		}
 	}
 }

@@ -60,7 +60,7 @@ func BenchmarkAttachments(b *testing.B) {
 		{"one-10MB-file", bigFile(7 << 20), 0}, // 7 MiB in base64 is 9.6 MB of message
 	} {
 		db := openDB(b)
-		_, key, err := db.CreateKey(context.Background(), "bench")
+		_, key, err := db.CreateKey(context.Background(), "bench", storage.Scope{})
 		if err != nil {
 			b.Fatal(err)
 		}

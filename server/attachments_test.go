@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 const nestedFiles = "From: a@example.com\r\nSubject: files\r\nMIME-Version: 1.0\r\n" +
@@ -240,7 +241,7 @@ func TestClip(t *testing.T) {
 // of one of them, but not then the other's.
 func TestAttachmentListWhenFull(t *testing.T) {
 	ctx := context.Background()
-	db := openDBWith(t, storage.Options{MaxBytes: 1 << 20})
+	db := openDBWith(t, boltdb.Options{MaxBytes: 1 << 20})
 	long := strings.Repeat("n", maxNameBytes)
 	var raw strings.Builder
 	raw.WriteString("Subject: long names\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n")

@@ -6,7 +6,8 @@ import (
 )
 
 // The routes of this file serve what a test needs of a message beyond its
-// Email fields (SPEC §5): the source, the files, the text, the links.
+// Email fields (SPEC §5, §7): the source, the files, the text, the links,
+// the codes.
 
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
 	raw, err := s.db.Raw(r.Context(), r.PathValue("id"))
@@ -81,4 +82,38 @@ func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
 		links = []string{}
 	}
 	writeJSON(w, http.StatusOK, links)
+}
+
+// handleCodes answers the one-time codes of an email (SPEC §7, codes.go).
+// A bad pattern is refused before the email is looked up: the request's
+// own 400 comes before a 404 (SPEC §8's order). The subject is in the
+// email, the text in its content: two reads, and an email deleted between
+// them is a 404 all the same.
+func (s *Server) handleCodes(w http.ResponseWriter, r *http.Request) {
+	re, err := codesPattern(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	e, err := s.db.Email(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.db.Content(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if re != nil {
+		codes, err := matchCodes(re, e.Subject, c.Plain)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, codes)
+		return
+	}
+	writeJSON(w, http.StatusOK, findCodes(e.Subject, c.Plain))
 }

@@ -9,8 +9,20 @@ import (
 	"burner/storage"
 )
 
-// maxControlBody bounds a control request body; {"name": "..."} is tiny.
-const maxControlBody = 4 << 10
+// The control socket serves the CLI while `burner serve` holds the data
+// file. Its answers are storage's types as JSON, decoded by ControlClient
+// (control_client.go), the other end.
+
+// createdKey answers a key creation: the key, and its secret, shown this
+// once (SPEC §1).
+type createdKey struct {
+	storage.Key
+	Secret string
+}
+
+// maxControlBody bounds a control request body; {"name": "...", "scope":
+// ...} is small.
+const maxControlBody = 64 << 10
 
 func (s *Server) controlRoutes() http.Handler {
 	mux := http.NewServeMux()
@@ -33,21 +45,26 @@ func (s *Server) controlRoutes() http.Handler {
 
 func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Name string `json:"name"`
+		Name  string        `json:"name"`
+		Scope storage.Scope `json:"scope"`
 	}
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	k, secret, err := s.db.CreateKey(r.Context(), req.Name)
+	k, secret, err := s.db.CreateKey(r.Context(), req.Name, req.Scope)
+	if errors.Is(err, storage.ErrBadInboxPattern) {
+		// The message names the pattern; ControlClient maps it back.
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err) // ErrKeyExists: 409, ErrBadKeyName: 400
 		return
 	}
-	s.log.InfoContext(r.Context(), "api key created", "key_id", k.ID, "key_name", k.Name)
-	out := newControlKey(k)
-	out.Key = secret
-	writeJSON(w, http.StatusCreated, out)
+	s.log.InfoContext(r.Context(), "api key created", "key_id", k.ID, "key_name", k.Name,
+		"key_inboxes", k.Scope.Inboxes, "key_read_only", k.Scope.ReadOnly)
+	writeJSON(w, http.StatusCreated, createdKey{Key: k, Secret: secret})
 }
 
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
@@ -56,11 +73,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]ControlKey, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, newControlKey(k))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, keys)
 }
 
 func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +88,7 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.InfoContext(r.Context(), "api key revoked", "key_id", k.ID, "key_name", k.Name)
-	writeJSON(w, http.StatusOK, newControlKey(k))
+	writeJSON(w, http.StatusOK, k)
 }
 
 // decodeJSON decodes the request body, one JSON object of at most

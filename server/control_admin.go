@@ -3,17 +3,25 @@ package server
 import (
 	"net/http"
 	"strconv"
+
+	"burner/storage"
 )
 
 // The control socket's administration routes, for `burner backup`,
 // `burner stats`, `burner inboxes` and `burner check` while `burner serve`
-// holds the data file.
+// holds the data file. Each answers with storage's type as JSON, which
+// ControlClient (control_client.go) decodes.
 
 // handleBackup streams a consistent copy of the data file, taken when the
 // request arrives, while mail goes on arriving. Content-Length is the
 // copy's size, so that a client can tell a complete copy from a cut one.
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
-	snap, err := s.db.Snapshot(r.Context())
+	st, ok := s.store.(storage.Snapshotter)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "This store takes no backup: use its own tools.")
+		return
+	}
+	snap, err := st.Snapshot(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -43,7 +51,7 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newControlStats(st))
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
@@ -52,20 +60,21 @@ func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := make([]ControlInbox, len(ins))
-	for i, in := range ins {
-		out[i] = newControlInbox(in)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, ins)
 }
 
-// handleCheck verifies the data file (storage.DB.Check). It answers 200
+// handleCheck verifies the data file (storage.Checker). It answers 200
 // with the report whether or not the file is sound: the report says.
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.db.Check(r.Context())
+	c, ok := s.store.(storage.Checker)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "This store has no consistency check.")
+		return
+	}
+	rep, err := c.Check(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newControlCheck(rep))
+	writeJSON(w, http.StatusOK, rep)
 }

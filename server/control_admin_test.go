@@ -1,8 +1,8 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 func TestControlAdmin(t *testing.T) {
@@ -24,33 +25,44 @@ func TestControlAdmin(t *testing.T) {
 	}
 	c.create("ops")
 
-	res := c.call("GET", "/stats", "")
-	var st ControlStats
-	if res.status != 200 || json.Unmarshal([]byte(res.body), &st) != nil ||
-		st.Emails != 3 || st.Inboxes != 2 || st.Keys != 1 || st.FileBytes <= 0 || st.Oldest == nil || *st.Oldest != "2025-03-14T15:09:26.535Z" {
-		t.Errorf("GET /stats = %d %s", res.status, res.body)
+	wantStats, err := c.db.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.client.Stats(ctx)
+	if err != nil || st.Emails != 3 || st.Inboxes != 2 || st.Keys != 1 || st.FileBytes != wantStats.FileBytes ||
+		!st.Oldest.Equal(time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)) {
+		t.Errorf("Stats() = %+v, %v; want %+v", st, err, wantStats)
 	}
 
-	res = c.call("GET", "/inboxes", "")
-	var ins []ControlInbox
-	if res.status != 200 || json.Unmarshal([]byte(res.body), &ins) != nil || len(ins) != 2 ||
-		ins[0] != (ControlInbox{"alice", 2, "2025-03-14T15:09:29.535Z"}) || ins[1].Name != "bob" || ins[1].Emails != 1 {
-		t.Errorf("GET /inboxes = %d %s", res.status, res.body)
+	ins, err := c.client.Inboxes(ctx)
+	if err != nil || len(ins) != 2 || ins[0].Name != "alice" || ins[0].Emails != 2 ||
+		!ins[0].Newest.Equal(time.Date(2025, 3, 14, 15, 9, 29, 535_000_000, time.UTC)) || ins[1].Name != "bob" || ins[1].Emails != 1 {
+		t.Errorf("Inboxes() = %+v, %v", ins, err)
 	}
 
-	res = c.call("GET", "/check", "")
-	var ck ControlCheck
-	if res.status != 200 || json.Unmarshal([]byte(res.body), &ck) != nil || ck.Emails != 3 || ck.Keys != 1 || len(ck.Problems) != 0 {
-		t.Errorf("GET /check = %d %s", res.status, res.body)
+	ck, err := c.client.Check(ctx)
+	if err != nil || ck.Emails != 3 || ck.Inboxes != 2 || ck.Keys != 1 || ck.SchemaVersion == 0 || !ck.OK() {
+		t.Errorf("Check() = %+v, %v", ck, err)
 	}
 
-	res = c.call("GET", "/backup", "")
+	res := c.call("GET", "/backup", "")
 	if res.status != 200 || res.header.Get("Content-Type") != "application/octet-stream" || res.header.Get("Content-Length") != strconv.Itoa(len(res.body)) {
 		t.Fatalf("GET /backup = %d %v, %d bytes", res.status, res.header, len(res.body))
 	}
+	snap, err := c.client.Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("Snapshot(): %v", err)
+	}
+	var copied bytes.Buffer
+	n, err := snap.WriteTo(&copied)
+	snap.Close()
+	if err != nil || n != snap.Size() || n != int64(copied.Len()) || n != int64(len(res.body)) {
+		t.Fatalf("Snapshot().WriteTo = %d, %v; Size %d, wrote %d bytes; GET /backup sent %d", n, err, snap.Size(), copied.Len(), len(res.body))
+	}
 	path := filepath.Join(t.TempDir(), "copy.db")
-	os.WriteFile(path, []byte(res.body), 0o600)
-	cp, err := storage.Open(path, storage.Options{})
+	os.WriteFile(path, copied.Bytes(), 0o600)
+	cp, err := boltdb.Open(path, boltdb.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("open the backup: %v", err)
 	}

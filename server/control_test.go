@@ -2,76 +2,98 @@ package server
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
-// controlTest is the real control handler over a real data file with a fake
-// clock.
+// controlTest is the real control handler on a real unix socket over a
+// real data file with a fake clock, and the CLI's client of it.
 type controlTest struct {
-	t     *testing.T
-	db    *storage.DB
-	clock *clock
-	srv   *httptest.Server
+	t      *testing.T
+	db     *boltdb.DB
+	clock  *clock
+	client *ControlClient
+	raw    *http.Client // for requests the client would never send
 }
 
 func newControl(t *testing.T) *controlTest {
 	t.Helper()
 	c := newClock()
-	db := openDBWith(t, storage.Options{Now: c.Now})
-	srv := httptest.NewServer(New(db, Options{}, testLogger(t)).ControlHandler())
-	t.Cleanup(srv.Close)
-	return &controlTest{t: t, db: db, clock: c, srv: srv}
+	db := openDBWith(t, boltdb.Options{Now: c.Now})
+	sock := filepath.Join(t.TempDir(), "burner.db.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: New(db, Options{}, testLogger(t)).ControlHandler()}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	client, err := DialControl(sock)
+	if err != nil {
+		t.Fatalf("DialControl(%s): %v", sock, err)
+	}
+	raw := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	return &controlTest{t: t, db: db, clock: c, client: client, raw: raw}
 }
 
+// call sends a request of its own making to the socket.
 func (c *controlTest) call(method, path, body string) response {
 	c.t.Helper()
-	req, err := http.NewRequest(method, c.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequest(method, "http://burner"+path, strings.NewReader(body))
 	if err != nil {
 		c.t.Fatalf("NewRequest(%s %s): %v", method, path, err)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return send(c.t, c.srv.Client(), req)
+	return send(c.t, c.raw, req)
 }
 
-// create makes a key through the socket and returns the answer decoded.
-func (c *controlTest) create(name string) ControlKey {
+// create makes a key through the client and returns it with its secret.
+func (c *controlTest) create(name string) (storage.Key, string) {
 	c.t.Helper()
-	body, _ := json.Marshal(map[string]string{"name": name})
-	res := c.call("POST", "/keys", string(body))
-	if res.status != http.StatusCreated {
-		c.t.Fatalf("POST /keys %s: %d %s, want 201", body, res.status, res.body)
+	k, secret, err := c.client.CreateKey(context.Background(), name, storage.Scope{})
+	if err != nil {
+		c.t.Fatalf("CreateKey(%q): %v", name, err)
 	}
-	var k ControlKey
-	if err := json.Unmarshal([]byte(res.body), &k); err != nil {
-		c.t.Fatalf("POST /keys %s: %v in %s", body, err, res.body)
+	return k, secret
+}
+
+// sameKey reports whether two keys are alike, times compared as instants.
+func sameKey(a, b storage.Key) bool {
+	return a.ID == b.ID && a.Name == b.Name && a.Created.Equal(b.Created) && a.LastUsed.Equal(b.LastUsed)
+}
+
+func TestDialControlNoServer(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	if c, err := DialControl(sock); err == nil {
+		t.Errorf("DialControl(%s) with no server = %v, nil; want an error", sock, c)
 	}
-	return k
 }
 
 func TestControlCreateKey(t *testing.T) {
 	c := newControl(t)
-	res := c.call("POST", "/keys", `{"name":" ci "}`)
-	var k ControlKey
-	if err := json.Unmarshal([]byte(res.body), &k); err != nil {
-		t.Fatalf("POST /keys: %v in %s", err, res.body)
+	k, secret := c.create(" ci ")
+	want := storage.Key{ID: k.ID, Name: "ci", Created: c.clock.Now()}
+	if k.ID == "" || !sameKey(k, want) {
+		t.Errorf("CreateKey(\" ci \") = %+v, want %+v", k, want)
 	}
-	want := `{"id":"` + k.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":null,"key":"` + k.Key + `"}`
-	wantJSON(t, "POST /keys", res, http.StatusCreated, want)
-	if k.ID == "" || !strings.HasPrefix(k.Key, storage.KeyPrefix) || len(k.Key) < len(storage.KeyPrefix)+43 {
-		t.Errorf("POST /keys: id %q, key %q; want an id and a bnr_ key of 32 random bytes", k.ID, k.Key)
+	if !strings.HasPrefix(secret, storage.KeyPrefix) || len(secret) < len(storage.KeyPrefix)+43 {
+		t.Errorf("CreateKey: secret %q; want a bnr_ key of 32 random bytes", secret)
 	}
 	// The new key works at once.
-	got, err := c.db.Authenticate(context.Background(), k.Key)
+	got, err := c.db.Authenticate(context.Background(), secret)
 	if err != nil || got.ID != k.ID {
 		t.Errorf("Authenticate(new key) = %v, %v; want key %s", got.ID, err, k.ID)
 	}
@@ -106,6 +128,20 @@ func TestControlCreateKeyErrors(t *testing.T) {
 			wantJSON(t, "POST /keys "+tc.name, res, tc.status, `{"error":"`+strings.ReplaceAll(tc.msg, `"`, `\"`)+`"}`)
 		})
 	}
+	// The client gives back storage's errors, with the server's message.
+	for _, tc := range []struct {
+		name string
+		want error
+		msg  string
+	}{
+		{" ci", storage.ErrKeyExists, "A key with that name already exists."},
+		{"", storage.ErrBadKeyName, "'name' must be 1 to 64 printable characters."},
+	} {
+		_, _, err := c.client.CreateKey(context.Background(), tc.name, storage.Scope{})
+		if !errors.Is(err, tc.want) || err.Error() != tc.msg {
+			t.Errorf("CreateKey(%q) = %v; want %q, wrapping %v", tc.name, err, tc.msg, tc.want)
+		}
+	}
 	keys, err := c.db.Keys(context.Background())
 	if err != nil || len(keys) != 1 {
 		t.Errorf("Keys() after failed creations = %d keys, %v; want only ci", len(keys), err)
@@ -114,49 +150,52 @@ func TestControlCreateKeyErrors(t *testing.T) {
 
 func TestControlListKeys(t *testing.T) {
 	c := newControl(t)
-	wantJSON(t, "GET /keys with no keys", c.call("GET", "/keys", ""), http.StatusOK, `[]`)
-	ci := c.create("ci")
-	c.clock.Advance(time.Minute)
-	laptop := c.create("laptop")
-	want := `[{"id":"` + ci.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":null},` +
-		`{"id":"` + laptop.ID + `","name":"laptop","created":"2025-03-14T15:10:26.535Z","lastUsed":null}]`
-	res := c.call("GET", "/keys", "")
-	wantJSON(t, "GET /keys", res, http.StatusOK, want)
-	if strings.Contains(res.body, storage.KeyPrefix) {
-		t.Errorf("GET /keys shows a secret: %s", res.body)
+	ctx := context.Background()
+	if got, err := c.client.Keys(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Keys() with no keys = %v, %v; want none", got, err)
 	}
-
+	ci, _ := c.create("ci")
+	c.clock.Advance(time.Minute)
+	laptop, secret := c.create("laptop")
 	c.clock.Advance(time.Hour)
-	if _, err := c.db.Authenticate(context.Background(), laptop.Key); err != nil {
+	if _, err := c.db.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	want = `[{"id":"` + ci.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":null},` +
-		`{"id":"` + laptop.ID + `","name":"laptop","created":"2025-03-14T15:10:26.535Z","lastUsed":"2025-03-14T16:10:26.535Z"}]`
-	wantJSON(t, "GET /keys after a use", c.call("GET", "/keys", ""), http.StatusOK, want)
+	laptop.LastUsed = c.clock.Now() // in memory, not yet in the file
+	got, err := c.client.Keys(ctx)
+	if err != nil || len(got) != 2 || !sameKey(got[0], ci) || !sameKey(got[1], laptop) {
+		t.Errorf("Keys() = %+v, %v; want %+v and %+v", got, err, ci, laptop)
+	}
+	if res := c.call("GET", "/keys", ""); res.status != http.StatusOK || strings.Contains(res.body, storage.KeyPrefix) {
+		t.Errorf("GET /keys = %d %s; want 200 and no secret", res.status, res.body)
+	}
 }
 
 func TestControlRevokeKey(t *testing.T) {
 	c := newControl(t)
-	byID := c.create("ci")
-	byName := c.create("the/odd name")
-	kept := c.create("kept")
+	ctx := context.Background()
+	byID, byIDSecret := c.create("ci")
+	byName, byNameSecret := c.create("the/odd name") // the client escapes it into one path segment
+	_, keptSecret := c.create("kept")
 
-	want := `{"id":"` + byID.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":null}`
-	wantJSON(t, "DELETE /keys/<id>", c.call("DELETE", "/keys/"+byID.ID, ""), http.StatusOK, want)
-	// The CLI escapes a name into one path segment.
-	want = `{"id":"` + byName.ID + `","name":"the/odd name","created":"2025-03-14T15:09:26.535Z","lastUsed":null}`
-	wantJSON(t, "DELETE /keys/<name>", c.call("DELETE", "/keys/"+url.PathEscape("the/odd name"), ""), http.StatusOK, want)
-
-	for _, k := range []ControlKey{byID, byName} {
-		if _, err := c.db.Authenticate(context.Background(), k.Key); err == nil {
-			t.Errorf("Authenticate(%s) after revoking succeeded, want a failure", k.Name)
+	for idOrName, want := range map[string]storage.Key{byID.ID: byID, "the/odd name": byName} {
+		if got, err := c.client.RevokeKey(ctx, idOrName); err != nil || !sameKey(got, want) {
+			t.Errorf("RevokeKey(%q) = %+v, %v; want %+v", idOrName, got, err, want)
 		}
 	}
-	if _, err := c.db.Authenticate(context.Background(), kept.Key); err != nil {
+	for _, secret := range []string{byIDSecret, byNameSecret} {
+		if _, err := c.db.Authenticate(ctx, secret); err == nil {
+			t.Errorf("Authenticate(%s…) after revoking succeeded, want a failure", secret[:8])
+		}
+	}
+	if _, err := c.db.Authenticate(ctx, keptSecret); err != nil {
 		t.Errorf("Authenticate(kept) = %v, want success", err)
 	}
 	for _, idOrName := range []string{byID.ID, "ci", "nope"} {
 		wantJSON(t, "DELETE /keys/"+idOrName, c.call("DELETE", "/keys/"+idOrName, ""), http.StatusNotFound, `{"error":"No such key."}`)
+		if _, err := c.client.RevokeKey(ctx, idOrName); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("RevokeKey(%q) again = %v, want ErrNotFound", idOrName, err)
+		}
 	}
 }
 
@@ -184,12 +223,51 @@ func TestControlRoutes(t *testing.T) {
 // the file.
 func TestControlRevokeKeyLastUsed(t *testing.T) {
 	c := newControl(t)
-	k := c.create("ci")
+	k, secret := c.create("ci")
 	c.clock.Advance(time.Second)
-	if _, err := c.db.Authenticate(context.Background(), k.Key); err != nil {
+	if _, err := c.db.Authenticate(context.Background(), secret); err != nil {
 		t.Fatal(err)
 	}
-	res := c.call("DELETE", "/keys/ci", "")
-	want := `{"id":"` + k.ID + `","name":"ci","created":"2025-03-14T15:09:26.535Z","lastUsed":"2025-03-14T15:09:27.535Z"}`
-	wantJSON(t, "DELETE /keys/ci after a use", res, http.StatusOK, want)
+	got, err := c.client.RevokeKey(context.Background(), "ci")
+	k.LastUsed = c.clock.Now()
+	if err != nil || !sameKey(got, k) {
+		t.Errorf("RevokeKey(ci) after a use = %+v, %v; want %+v", got, err, k)
+	}
+}
+
+// TestControlKeyScope: the socket carries a key's scope both ways, and a
+// bad pattern comes back as storage's error with nothing created.
+func TestControlKeyScope(t *testing.T) {
+	c := newControl(t)
+	ctx := context.Background()
+	k, _, err := c.client.CreateKey(ctx, "team", storage.Scope{Inboxes: []string{"Team-*", "alice"}, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(k.Scope.Inboxes, ",") != "team-*,alice" || !k.Scope.ReadOnly {
+		t.Errorf("CreateKey's key has scope %+v; want team-*,alice read-only", k.Scope)
+	}
+	keys, err := c.client.Keys(ctx)
+	if err != nil || len(keys) != 1 || strings.Join(keys[0].Scope.Inboxes, ",") != "team-*,alice" || !keys[0].Scope.ReadOnly {
+		t.Errorf("Keys = %+v, %v; want team with its scope", keys, err)
+	}
+	stored, err := c.db.Key(ctx, k.ID)
+	if err != nil || strings.Join(stored.Scope.Inboxes, ",") != "team-*,alice" || !stored.Scope.ReadOnly {
+		t.Errorf("the stored key = %+v, %v; want its scope", stored, err)
+	}
+	if k, err := c.client.RevokeKey(ctx, "team"); err != nil || !k.Scope.ReadOnly {
+		t.Errorf("RevokeKey = %+v, %v; want the key with its scope", k, err)
+	}
+
+	_, _, err = c.client.CreateKey(ctx, "bad", storage.Scope{Inboxes: []string{"ok", "a@b"}})
+	if !errors.Is(err, storage.ErrBadInboxPattern) || !strings.Contains(err.Error(), `"a@b"`) {
+		t.Errorf("CreateKey with a bad pattern = %v; want ErrBadInboxPattern naming it", err)
+	}
+	res := c.call("POST", "/keys", `{"name":"bad","scope":{"Inboxes":["*x"]}}`)
+	if res.status != 400 || !strings.Contains(res.body, "inbox pattern") {
+		t.Errorf("POST /keys with a bad pattern = %d %s; want 400 saying so", res.status, res.body)
+	}
+	if keys, err := c.db.Keys(ctx); err != nil || len(keys) != 0 {
+		t.Errorf("Keys after refused patterns = %+v, %v; want none", keys, err)
+	}
 }

@@ -324,10 +324,10 @@ func (s *Server) newest(ctx context.Context, to string) (cursor, error) {
 // emails that came after it are those received at its time or later:
 // those of its very millisecond are read again rather than missed.
 func (s *Server) arrived(ctx context.Context, q storage.Query, c cursor) ([]storage.Email, error) {
-	q.After = c.id
+	q.AfterID = c.id
 	emails, err := s.list(ctx, q)
 	if errors.Is(err, storage.ErrNotFound) && c.id != "" {
-		q.After = ""
+		q.AfterID = ""
 		if bound := c.at.Add(-time.Nanosecond); bound.After(q.Since) {
 			q.Since = bound // Since is exclusive
 		}
@@ -375,7 +375,7 @@ type listRequest struct {
 // listQuery validates the parameters of a list request, parsing the query
 // string once. When several are wrong it reports the first in the order of
 // the API document: the inbox, then the filters, then limit and since, then
-// the extensions (header, wait). A parameter with an empty value counts as
+// the extensions (before, header, wait). A parameter with an empty value counts as
 // not given (SPEC §4).
 func listQuery(rawQuery string) (listRequest, error) {
 	to, err := localPart(rawQuery)
@@ -409,6 +409,11 @@ func listQuery(rawQuery string) (listRequest, error) {
 	if since := v.Get("since"); since != "" {
 		if q.Since, err = parseSince(since); err != nil {
 			return listRequest{}, err
+		}
+	}
+	if before := v.Get("before"); before != "" {
+		if q.Before, err = parseTime(before); err != nil {
+			return listRequest{}, badRequest("'before' must be a Unix timestamp in seconds.")
 		}
 	}
 	if h := v.Get("header"); h != "" {
@@ -507,19 +512,32 @@ func splitTerms(s string) []string {
 // a time.Time cannot overflow.
 const maxSince = 1 << 40
 
-// parseSince parses since: a Unix time in seconds, at least 0, with an
-// optional fraction (SPEC §4), written in decimal, optionally with an
-// exponent. A plain decimal keeps all of its digits down to the nanosecond;
-// float64 would lose the last few hundred nanoseconds of a current time.
+// parseSince parses since with parseTime, or returns its 400.
 func parseSince(s string) (time.Time, error) {
-	bad := badRequest("'since' must be a Unix timestamp in seconds.")
+	t, err := parseTime(s)
+	if err != nil {
+		return time.Time{}, badRequest("'since' must be a Unix timestamp in seconds.")
+	}
+	return t, nil
+}
+
+// errBadTime is parseTime's answer to what is not a time; its callers
+// name the parameter.
+var errBadTime = errors.New("not a Unix timestamp in seconds")
+
+// parseTime parses a Unix time in seconds for since and before (SPEC §4,
+// §5): at least 0, with an optional fraction, written in decimal,
+// optionally with an exponent; else errBadTime. A plain decimal keeps all
+// of its digits down to the nanosecond; float64 would lose the last few
+// hundred nanoseconds of a current time.
+func parseTime(s string) (time.Time, error) {
 	// Leaves out what ParseFloat would also take: hex, underscores, Inf, NaN.
 	if strings.Trim(s, "0123456789.eE+-") != "" {
-		return time.Time{}, bad
+		return time.Time{}, errBadTime
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f < 0 { // err: bad syntax, or out of range like 1e400
-		return time.Time{}, bad
+		return time.Time{}, errBadTime
 	}
 	if f >= maxSince {
 		return time.Unix(maxSince, 0).UTC(), nil

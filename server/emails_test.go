@@ -56,6 +56,7 @@ func TestListValidation(t *testing.T) {
 		onlyOne  = "Only one of subject, search, or body may be specified."
 		limit    = "'limit' must be an integer from 1 to 10."
 		since    = "'since' must be a Unix timestamp in seconds."
+		before   = "'before' must be a Unix timestamp in seconds."
 	)
 	long := strings.Repeat("a", storage.MaxLocalPart)
 	for _, tc := range []struct {
@@ -114,6 +115,16 @@ func TestListValidation(t *testing.T) {
 		{"to=alice&since=.5", ""},
 		{"to=alice&since=1e9", ""},
 		{"to=alice&since=1e300", ""},
+		{"to=alice&before=abc", before},
+		{"to=alice&before=-1", before},
+		{"to=alice&before=0x10", before},
+		{"to=alice&before=2025-03-14T15:09:26Z", before},
+		{"to=alice&before=", ""},
+		{"to=alice&before=0", ""},
+		{"to=alice&before=1741964966.535", ""},
+		{"to=alice&before=1e9&since=1", ""},
+		{"to=alice&since=x&before=x", since}, // since comes first
+		{"to=alice&before=x&header=nocolon", before},
 		// Several wrong: the first in the order to, filters, limit, since.
 		{"limit=0&since=x&subject=a&body=b", required},
 		{"to=a@b&subject=a&body=b", invalid},

@@ -23,11 +23,14 @@ func (e badRequest) Error() string { return string(e) }
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		bad      badRequest
+		denied   forbidden
 		tooLarge *http.MaxBytesError
 	)
 	switch {
 	case errors.As(err, &bad):
 		writeError(w, http.StatusBadRequest, string(bad))
+	case errors.As(err, &denied): // a key's scope (scope.go)
+		writeError(w, http.StatusForbidden, string(denied))
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large.")
 	case errors.Is(err, storage.ErrNotFound):

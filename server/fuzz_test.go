@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // listErrors are the messages listQuery may refuse a list with: the API
@@ -28,6 +29,7 @@ var listErrors = []string{
 	"Only one of subject, search, or body may be specified.",
 	"'limit' must be an integer from 1 to 10.",
 	"'since' must be a Unix timestamp in seconds.",
+	"'before' must be a Unix timestamp in seconds.",
 	"'header' must be Name:value, like X-Test-Run:42.",
 	"'wait' must be an integer from 1 to 60.",
 }
@@ -186,12 +188,12 @@ func FuzzListQuery(f *testing.F) {
 	// One data file, key and server per fuzz process; every input is a
 	// read, so the inputs cannot disturb one another.
 	ctx := context.Background()
-	db, err := storage.Open(filepath.Join(f.TempDir(), "burner.db"), storage.Options{})
+	db, err := boltdb.Open(filepath.Join(f.TempDir(), "burner.db"), boltdb.Options{})
 	if err != nil {
-		f.Fatalf("storage.Open: %v", err)
+		f.Fatalf("boltdb.Open: %v", err)
 	}
 	f.Cleanup(func() { db.Close() })
-	_, key, err := db.CreateKey(ctx, "fuzz")
+	_, key, err := db.CreateKey(ctx, "fuzz", storage.Scope{})
 	if err != nil {
 		f.Fatalf("CreateKey: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // Issue 15: a public MX under attack. The tests of the HTTP and UI parts.
@@ -181,7 +182,7 @@ func TestUIEmailCut(t *testing.T) {
 // room (retention.max_bytes), and 200 again once room is made.
 func TestHealthzFull(t *testing.T) {
 	c := newClock()
-	db := openDBWith(t, storage.Options{Now: c.Now, MaxBytes: 256 << 10})
+	db := openDBWith(t, boltdb.Options{Now: c.Now, MaxBytes: 256 << 10})
 	srv := httptest.NewServer(New(db, Options{Now: c.Now}, testLogger(t)).Handler())
 	t.Cleanup(srv.Close)
 	health := func(what string, status int, body string) {
@@ -358,10 +359,10 @@ func TestWaitReadsOnlyNewEmails(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+a.key)
 		got <- send(t, srv.Client(), req)
 	}()
-	isFull := func(q storage.Query) bool { return q.Subject == "code" && q.After == "" }
+	isFull := func(q storage.Query) bool { return q.Subject == "code" && q.AfterID == "" }
 	log.waitFor(t, "full query", isFull)
 	noise := a.deliver("crowd@example.com", storage.Message{Subject: ptr("more news")})
-	log.waitFor(t, "look after "+old.ID, func(q storage.Query) bool { return q.Subject == "code" && q.After == old.ID })
+	log.waitFor(t, "look after "+old.ID, func(q storage.Query) bool { return q.Subject == "code" && q.AfterID == old.ID })
 	match := a.deliver("crowd@example.com", storage.Message{Subject: ptr("your code")})
 	var res response
 	select {
@@ -375,13 +376,13 @@ func TestWaitReadsOnlyNewEmails(t *testing.T) {
 	for _, q := range log.snapshot() {
 		switch {
 		case q.Subject != "code":
-			if q.Limit != 1 || !q.NoBody || q.After != "" {
+			if q.Limit != 1 || !q.NoBody || q.AfterID != "" {
 				t.Errorf("a cursor query %+v, want Limit 1, NoBody, no filter", q)
 			}
 		case isFull(q):
 			full++
 		default:
-			after = append(after, q.After)
+			after = append(after, q.AfterID)
 		}
 	}
 	if full != 1 {
@@ -436,7 +437,7 @@ func TestWaitCursorDeleted(t *testing.T) {
 	}
 	fallback := false
 	for _, q := range log.snapshot() {
-		if q.Subject == "code" && q.After == "" && q.Since.Equal(cur.ReceivedAt.Add(-time.Nanosecond)) {
+		if q.Subject == "code" && q.AfterID == "" && q.Since.Equal(cur.ReceivedAt.Add(-time.Nanosecond)) {
 			fallback = true
 		}
 	}
@@ -493,7 +494,7 @@ func TestEventsCursorDeleted(t *testing.T) {
 	next := a.deliver("live@example.com", storage.Message{Subject: ptr("after")})
 	waitLine("id: " + next.ID)
 	for _, q := range log.snapshot() {
-		if q.Limit != 1 && q.After == "" && q.Since.IsZero() {
+		if q.Limit != 1 && q.AfterID == "" && q.Since.IsZero() {
 			t.Errorf("the stream read its whole inbox: %+v", q)
 		}
 		if !q.NoBody {

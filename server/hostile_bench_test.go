@@ -44,7 +44,7 @@ func hostileMessage() *storage.Message {
 // need no login.
 func BenchmarkHostileRequests(b *testing.B) {
 	db := openDB(b)
-	_, key, err := db.CreateKey(context.Background(), "bench")
+	_, key, err := db.CreateKey(context.Background(), "bench", storage.Scope{})
 	if err != nil {
 		b.Fatal(err)
 	}

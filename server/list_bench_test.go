@@ -16,11 +16,12 @@ import (
 
 	"burner/internal/benchdata"
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // openBenchInbox opens a copy of a data file whose inbox bench0 holds n
 // realistic emails, built once per machine.
-func openBenchInbox(b *testing.B, n int) *storage.DB {
+func openBenchInbox(b *testing.B, n int) *boltdb.DB {
 	b.Helper()
 	path := benchdata.File(b, fmt.Sprintf("server-inbox-%d", n), func(path string) error {
 		msgs, to := benchdata.Messages(n, 1)
@@ -43,7 +44,7 @@ func BenchmarkListHTTPParallel(b *testing.B) {
 				n = 100
 			}
 			db := openBenchInbox(b, n)
-			_, key, err := db.CreateKey(context.Background(), "bench")
+			_, key, err := db.CreateKey(context.Background(), "bench", storage.Scope{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -54,6 +54,9 @@ func clientCalls(id string) map[string]clientCall {
 		"listEmailLinks": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.ListEmailLinksWithResponse(ctx, id, ed...)
 		},
+		"listEmailCodes": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.ListEmailCodesWithResponse(ctx, id, &apiclient.ListEmailCodesParams{Pattern: ptr(`(\d+)`)}, ed...)
+		},
 		// Only for answers that end: a 200 is a stream that does not.
 		"streamEvents": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.StreamEventsWithResponse(ctx, &apiclient.StreamEventsParams{To: "alice"}, ed...)
@@ -252,6 +255,16 @@ func TestOpenAPIClient(t *testing.T) {
 		}
 		if got, want := emailIDs(*res.JSON200), []string{third.ID, bare.ID}; !slices.Equal(got, want) {
 			t.Errorf("ListEmails(since=%v) = %v, want %v", since, got, want)
+		}
+		// before the receivedAt of the second of those: the first email
+		// and nothing newer.
+		before := float64(bare.ReceivedAt.UnixMilli()) / 1000
+		res, err = c.ListEmailsWithResponse(ctx, &apiclient.ListEmailsParams{To: "alice", Before: &before})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("ListEmails(before=%v) = %v, %v; want 200", before, answer(res), err)
+		}
+		if got, want := emailIDs(*res.JSON200), []string{files.ID}; !slices.Equal(got, want) {
+			t.Errorf("ListEmails(before=%v) = %v, want %v", before, got, want)
 		}
 		limit, wait := int32(1), int32(1)
 		subject, body, search, header := "FILES", "attached", `"see attached"`, "X-Test-Run:42"

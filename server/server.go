@@ -50,10 +50,15 @@ type Options struct {
 	Ready func() error
 }
 
-// Server answers HTTP requests from one storage.DB. It is safe for
+// Server answers HTTP requests from one storage.Store. It is safe for
 // concurrent use.
 type Server struct {
-	db      *storage.DB
+	// db is the store as requests see it: limited by the scope of the
+	// request's key (scope.go). Every route reaches the store through it.
+	db storage.Store
+	// store is the engine itself, for what a scope has no say in: the
+	// optional abilities the control socket finds by type assertion.
+	store   storage.Store
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
@@ -64,10 +69,13 @@ type Server struct {
 	// list is db.List, for the long polls, event streams and inbox
 	// pages: a test wraps it to see which queries they make.
 	list func(context.Context, storage.Query) ([]storage.Email, error)
+	// patterns are the patterns routes registered, in order: a test
+	// checks that each route has its entry in the scope table.
+	patterns []string
 }
 
 // New returns a Server over db. A nil log discards log output.
-func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
+func New(db storage.Store, opts Options, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -77,7 +85,8 @@ func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{db: db, opts: opts, log: log, list: db.List}
+	scoped := scopedStore{db}
+	s := &Server{db: scoped, store: db, opts: opts, log: log, list: scoped.List}
 	var reg prometheus.Registerer
 	if opts.Metrics != nil {
 		reg = opts.Metrics
@@ -98,8 +107,23 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // socket's file mode is the authentication.
 func (s *Server) ControlHandler() http.Handler { return s.control }
 
+// routeMux is a ServeMux that remembers the patterns it is given.
+type routeMux struct {
+	*http.ServeMux
+	patterns *[]string
+}
+
+func (m routeMux) Handle(pattern string, h http.Handler) {
+	*m.patterns = append(*m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
 func (s *Server) routes() http.Handler {
-	api := http.NewServeMux()
+	api := routeMux{http.NewServeMux(), &s.patterns}
 	api.HandleFunc("GET /api/v1/emails", s.handleListEmails)
 	api.HandleFunc("/api/v1/emails", methodNotAllowed("GET, HEAD")) // JSON 405; the built-in one is text
 	api.HandleFunc("GET /api/v1/emails/{id}", s.handleGetEmail)
@@ -114,6 +138,7 @@ func (s *Server) routes() http.Handler {
 		"/api/v1/emails/{id}/attachments/{n}": s.handleAttachment,
 		"/api/v1/emails/{id}/text":            s.handleText,
 		"/api/v1/emails/{id}/links":           s.handleLinks,
+		"/api/v1/emails/{id}/codes":           s.handleCodes,
 		"/api/v1/events":                      s.handleEvents,
 		"/api/v1/openapi.json":                s.handleOpenAPI,
 	} {
@@ -122,13 +147,13 @@ func (s *Server) routes() http.Handler {
 	}
 	api.HandleFunc("/", notFound) // JSON 404 for the rest of /api/
 
-	mux := http.NewServeMux()
+	mux := routeMux{http.NewServeMux(), &s.patterns}
 	mux.Handle("/api/", s.requireKey(api)) // authentication comes first under /api/
 	mux.Handle("/api", s.requireKey(api))  // else the mux would answer a text redirect to /api/
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
 	if s.opts.Metrics != nil {
-		mux.Handle("GET /metrics", s.requireKey(s.metricsHandler()))
+		mux.Handle("GET /metrics", s.requireKey(metricsScope(s.metricsHandler())))
 		mux.HandleFunc("/metrics", methodNotAllowed("GET, HEAD"))
 	}
 	if s.opts.UI {
@@ -173,7 +198,9 @@ func cleanPath(p string) string {
 }
 
 // requireKey answers 401 unless the request carries the API key of a key
-// that exists now: a revoked key is refused at once (SPEC §1, §4).
+// that exists now: a revoked key is refused at once (SPEC §1, §4). The
+// request goes on with the key's scope in its context, which Server.db
+// applies (scope.go).
 func (s *Server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := bearerToken(r.Header)
@@ -181,12 +208,29 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			unauthorized(w)
 			return
 		}
-		if _, err := s.db.Authenticate(r.Context(), secret); err != nil {
+		k, err := s.db.Authenticate(r.Context(), secret)
+		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				unauthorized(w)
 				return
 			}
 			s.fail(w, r, err)
+			return
+		}
+		scoped := r.WithContext(withScope(r.Context(), k.Scope))
+		next.ServeHTTP(w, scoped)
+		// The API's mux sets the route it matched on the request it got,
+		// a copy: the metrics (logRequests) label by it.
+		r.Pattern = scoped.Pattern
+	})
+}
+
+// metricsScope answers 403 unless the request's key may read metrics
+// (SPEC §8): /metrics reads no store, so it asks scope.go itself.
+func metricsScope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := mayReadMetrics(r.Context()); err != nil {
+			writeError(w, http.StatusForbidden, err.Error())
 			return
 		}
 		next.ServeHTTP(w, r)

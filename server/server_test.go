@@ -14,19 +14,20 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // openDB opens a fresh data file that the test closes when it ends.
-func openDB(t testing.TB) *storage.DB {
+func openDB(t testing.TB) *boltdb.DB {
 	t.Helper()
-	return openDBWith(t, storage.Options{})
+	return openDBWith(t, boltdb.Options{})
 }
 
-func openDBWith(t testing.TB, opts storage.Options) *storage.DB {
+func openDBWith(t testing.TB, opts boltdb.Options) *boltdb.DB {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "burner.db"), opts)
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), opts)
 	if err != nil {
-		t.Fatalf("storage.Open: %v", err)
+		t.Fatalf("boltdb.Open: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := db.Close(); err != nil {
@@ -66,7 +67,7 @@ func testLogger(t testing.TB) *slog.Logger {
 // clock, and a valid API key.
 type apiTest struct {
 	t     testing.TB
-	db    *storage.DB
+	db    *boltdb.DB
 	clock *clock
 	srv   *httptest.Server
 	key   string
@@ -88,8 +89,8 @@ func newAPILog(t testing.TB, log *slog.Logger) *apiTest {
 func newAPIOptions(t testing.TB, opts Options, log *slog.Logger) (*apiTest, *Server) {
 	t.Helper()
 	c := newClock()
-	db := openDBWith(t, storage.Options{Now: c.Now})
-	_, key, err := db.CreateKey(context.Background(), "test")
+	db := openDBWith(t, boltdb.Options{Now: c.Now})
+	_, key, err := db.CreateKey(context.Background(), "test", storage.Scope{})
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}
@@ -256,7 +257,7 @@ func TestAuthTwoHeaders(t *testing.T) {
 
 func TestRevokedKeyRefusedAtOnce(t *testing.T) {
 	a := newAPI(t)
-	k, key, err := a.db.CreateKey(context.Background(), "ci")
+	k, key, err := a.db.CreateKey(context.Background(), "ci", storage.Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}

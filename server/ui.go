@@ -168,6 +168,7 @@ func pageHeaders(next http.Handler) http.Handler {
 type pageData struct {
 	CSRF     string // the token of the page's forms
 	LoggedIn bool   // a session: the page offers to log out
+	ReadOnly bool   // the session's key may not delete: no delete or clear controls (SPEC §8)
 	Page     any    // the page's own data
 }
 
@@ -175,7 +176,7 @@ type pageData struct {
 func (u *webUI) render(w http.ResponseWriter, r *http.Request, status int, name string, page any) {
 	v := visitorOf(r)
 	var buf bytes.Buffer
-	if err := u.pages[name].ExecuteTemplate(&buf, "layout", pageData{CSRF: v.csrf, LoggedIn: v.token != "", Page: page}); err != nil {
+	if err := u.pages[name].ExecuteTemplate(&buf, "layout", pageData{CSRF: v.csrf, LoggedIn: v.token != "", ReadOnly: mayDelete(r.Context()) != nil, Page: page}); err != nil {
 		// Only a template bug gets here: recoverPanics logs it with its stack.
 		panic(fmt.Sprintf("render %s: %v", name, err))
 	}
@@ -201,10 +202,15 @@ type errorPage struct {
 // fail answers a failed UI request with an HTML page: fail's mapping, for
 // people rather than programs.
 func (u *webUI) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var bad badRequest
+	var (
+		bad    badRequest
+		denied forbidden
+	)
 	switch {
 	case errors.As(err, &bad):
 		u.render(w, r, http.StatusBadRequest, "error", errorPage{Message: string(bad)})
+	case errors.As(err, &denied): // the session's key's scope (scope.go)
+		u.render(w, r, http.StatusForbidden, "error", errorPage{Message: string(denied)})
 	case errors.Is(err, storage.ErrNotFound):
 		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Email not found"})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
@@ -291,7 +297,7 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 		p.Addresses = append(p.Addresses, local+"@"+d)
 	}
 	// The page shows no body: NoBody spares decoding up to 51 of them.
-	q := storage.Query{LocalPart: local, Limit: pageSize + 1, Before: v.Get("before"), NoBody: true}
+	q := storage.Query{LocalPart: local, Limit: pageSize + 1, BeforeID: v.Get("before"), NoBody: true}
 	switch p.In {
 	case "subject":
 		q.Subject = p.Q
@@ -304,7 +310,7 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 	p.Filtered = strings.TrimSpace(p.Q) != ""
 	var err error
 	p.Emails, err = u.s.list(r.Context(), q)
-	if errors.Is(err, storage.ErrNotFound) && q.Before != "" {
+	if errors.Is(err, storage.ErrNotFound) && q.BeforeID != "" {
 		// The page started at an email deleted since: start from the newest.
 		v.Del("before")
 		http.Redirect(w, r, pageURL(local, v), http.StatusSeeOther)
@@ -319,7 +325,7 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 		v.Set("before", p.Emails[pageSize-1].ID)
 		p.Older = pageURL(local, v)
 	}
-	p.Paged = q.Before != ""
+	p.Paged = q.BeforeID != ""
 	if !p.Paged {
 		p.Events = "/inbox/" + url.PathEscape(local) + "/events"
 	}
@@ -354,6 +360,11 @@ func (u *webUI) handleClearPage(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	// The page reads no store: it asks what Clear would.
+	if err := mayClear(r.Context(), local); err != nil {
+		u.fail(w, r, err)
+		return
+	}
 	u.render(w, r, http.StatusOK, "clear", clearPage{Local: local})
 }
 
@@ -385,7 +396,18 @@ type emailPage struct {
 	// has the whole message.
 	Cut         bool
 	Attachments fileList
+	// Codes and Links are what a person debugging a sign-up test looks
+	// for first (SPEC §7, /links): the first few, and how many more.
+	Codes, Links         []string
+	MoreCodes, MoreLinks int
 }
+
+// maxShownCodes and maxShownLinks bound the email page's lists: a mail of
+// a thousand links would bury the body; the API has them all.
+const (
+	maxShownCodes = 10
+	maxShownLinks = 20
+)
 
 // frameHead starts the iframe's document. The body was sanitized at
 // delivery; the sandbox and the CSP are the second and third layers.
@@ -426,6 +448,14 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Attachments = newFileList(files)
+	c, err := u.s.db.Content(r.Context(), e.ID)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	codes := findCodes(e.Subject, c.Plain)
+	p.Codes, p.MoreCodes = codes[:min(len(codes), maxShownCodes)], max(len(codes)-maxShownCodes, 0)
+	p.Links, p.MoreLinks = c.Links[:min(len(c.Links), maxShownLinks)], max(len(c.Links)-maxShownLinks, 0)
 	u.render(w, r, http.StatusOK, "email", p)
 }
 

@@ -123,8 +123,9 @@ func randomToken() string {
 
 // visitor is who sent a UI request.
 type visitor struct {
-	token string // the session token; "" without a session (public UI)
-	csrf  string // the CSRF token the visitor's forms must carry
+	token string        // the session token; "" without a session (public UI)
+	csrf  string        // the CSRF token the visitor's forms must carry
+	scope storage.Scope // the session's key's scope; the zero Scope in a public UI without one
 }
 
 type visitorKey struct{}
@@ -159,6 +160,9 @@ func (u *webUI) requireSession(next http.Handler) http.Handler {
 		if r.Method == http.MethodPost && !u.checkCSRF(w, r, v.csrf) {
 			return
 		}
+		// The session's key's scope limits the pages as it limits the API
+		// (SPEC §8): Server.db applies it (scope.go).
+		r = r.WithContext(withScope(r.Context(), v.scope))
 		next.ServeHTTP(w, withVisitor(r, v))
 	})
 }
@@ -174,13 +178,14 @@ func (u *webUI) session(r *http.Request, slide bool) (visitor, error) {
 	if !ok {
 		return visitor{}, storage.ErrNotFound
 	}
-	if _, err := u.s.db.Key(r.Context(), sess.keyID); err != nil {
+	k, err := u.s.db.Key(r.Context(), sess.keyID)
+	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			u.sessions.end(c.Value) // revoked: this session is over for good
 		}
 		return visitor{}, err
 	}
-	return visitor{token: c.Value, csrf: sess.csrf}, nil
+	return visitor{token: c.Value, csrf: sess.csrf, scope: k.Scope}, nil
 }
 
 // toLogin sends r to the login page, which comes back to r's page after.

@@ -18,6 +18,7 @@ import (
 
 	"burner/internal/benchdata"
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // benchMail is one message of a load: its envelope and its data.
@@ -151,7 +152,7 @@ func BenchmarkIngest(b *testing.B) {
 		runLoad(b, startDaemon(b, openDB(b), Options{}), 100)
 	})
 	b.Run("inboxes=1", func(b *testing.B) {
-		var db *storage.DB
+		var db *boltdb.DB
 		if benchdata.SmokeRun() {
 			db = openDB(b) // skip the fill
 		} else {

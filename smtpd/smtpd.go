@@ -44,7 +44,7 @@ type Options struct {
 
 // Server is the SMTP daemon.
 type Server struct {
-	db      *storage.DB
+	db      storage.Deliverer
 	parser  *parser
 	log     *slog.Logger
 	domains map[string]bool
@@ -75,7 +75,7 @@ type Server struct {
 const bigMessage = 1 << 20
 
 // New returns a daemon that stores mail in db.
-func New(db *storage.DB, opts Options, log *slog.Logger) *Server {
+func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 	if opts.Hostname == "" {
 		opts.Hostname = "localhost"
 	}

@@ -15,11 +15,12 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
-func openDB(t testing.TB) *storage.DB {
+func openDB(t testing.TB) *boltdb.DB {
 	t.Helper()
-	db, err := storage.Open(filepath.Join(t.TempDir(), "burner.db"), storage.Options{})
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func openDB(t testing.TB) *storage.DB {
 
 // startDaemon runs the real daemon on a loopback port and returns its
 // address.
-func startDaemon(t testing.TB, db *storage.DB, opts Options) string {
+func startDaemon(t testing.TB, db *boltdb.DB, opts Options) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,7 +72,7 @@ func wantCode(t *testing.T, what string, err error, code int) {
 	}
 }
 
-func list(t *testing.T, db *storage.DB, local string) []storage.Email {
+func list(t *testing.T, db *boltdb.DB, local string) []storage.Email {
 	t.Helper()
 	es, err := db.List(context.Background(), storage.Query{LocalPart: local})
 	if err != nil {
@@ -184,7 +185,7 @@ func TestMaxRecipients(t *testing.T) {
 // and retries; and nothing half-written stays behind.
 func TestStorageFailureIs451(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "burner.db")
-	db, err := storage.Open(path, storage.Options{})
+	db, err := boltdb.Open(path, boltdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestStorageFailureIs451(t *testing.T) {
 	io.WriteString(w, simple)
 	wantCode(t, "DATA with the file closed", w.Close(), 451)
 
-	db, err = storage.Open(path, storage.Options{})
+	db, err = boltdb.Open(path, boltdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestTooManyConnections(t *testing.T) {
 }
 
 func TestDataFileFullIs452(t *testing.T) {
-	db, err := storage.Open(filepath.Join(t.TempDir(), "burner.db"), storage.Options{MaxBytes: 64 << 10})
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{MaxBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,28 +1,40 @@
 package storage
 
-// Changed returns a channel that is closed once an email for the inbox
-// localPart has been committed after the call. A waiter takes the channel
-// first and then lists, so that no delivery slips between the two. All the
-// waiters of an inbox share one channel, so a thousand of them cost one.
-func (db *DB) Changed(localPart string) <-chan struct{} {
-	inbox := string(inboxName(localPart))
-	db.notifyMu.Lock()
-	defer db.notifyMu.Unlock()
-	ch, ok := db.waiting[inbox]
+import "sync"
+
+// Notifier wakes the waiters of an inbox (a `wait` long poll, an event
+// stream) when an email arrives in it. The zero value is ready to use; it
+// is safe for concurrent use. An engine calls Notify after each commit.
+type Notifier struct {
+	mu      sync.Mutex
+	waiting map[string]chan struct{} // inbox name -> closed at its next delivery
+}
+
+// Changed returns a channel that is closed at the first Notify of the
+// inbox of localPart after the call. All the waiters of an inbox share one
+// channel, so a thousand of them cost one.
+func (n *Notifier) Changed(localPart string) <-chan struct{} {
+	inbox := InboxName(localPart)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch, ok := n.waiting[inbox]
 	if !ok {
+		if n.waiting == nil {
+			n.waiting = make(map[string]chan struct{})
+		}
 		ch = make(chan struct{})
-		db.waiting[inbox] = ch
+		n.waiting[inbox] = ch
 	}
 	return ch
 }
 
-// notify wakes the waiters of inbox. The next Changed makes a new channel,
-// so an inbox nobody waits on holds no memory.
-func (db *DB) notify(inbox string) {
-	db.notifyMu.Lock()
-	defer db.notifyMu.Unlock()
-	if ch, ok := db.waiting[inbox]; ok {
+// Notify wakes the waiters of the inbox named inbox (InboxName). The next
+// Changed makes a new channel, so an inbox nobody waits on holds no memory.
+func (n *Notifier) Notify(inbox string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch, ok := n.waiting[inbox]; ok {
 		close(ch)
-		delete(db.waiting, inbox)
+		delete(n.waiting, inbox)
 	}
 }

@@ -1,14 +1,34 @@
-// Package storage keeps burner's emails and API keys in one bbolt file.
+// Package storage is the contract between burner's protocols and its
+// stores: the types an email is made of, the sentinel errors, the Store
+// interface every engine implements, and the code every engine shares so
+// that two of them answer byte for byte alike (inbox names, ids, case
+// folding, search text, the filter matcher, key rules, the notifier).
+// The engines live below it: storage/boltdb keeps everything in one bbolt
+// file. storage/storetest is the suite each engine passes.
 package storage
 
 import (
 	"errors"
-	"strings"
+	"fmt"
 	"time"
 )
 
 // ErrNotFound means no email or API key matches what was asked for.
 var ErrNotFound = errors.New("storage: not found")
+
+// ErrFull means the store has reached its size cap (or its disk is full):
+// new mail must wait until the sweeper or a client makes room.
+var ErrFull = errors.New("storage: data file is full")
+
+// ErrLocked means another process (usually a running `burner serve`) holds
+// the store, which allows one process at a time.
+var ErrLocked = errors.New("storage: data file is in use by another process")
+
+// ErrUnavailable means the store cannot be reached now (its database
+// server is down or out of reach) and nothing was done: the caller may
+// retry later. SMTP answers 451 4.3.0, the API 503 with Retry-After
+// (SPEC §10).
+var ErrUnavailable = errors.New("storage: the database cannot be reached")
 
 // Email is one stored copy of a message, as the API shows it. A message
 // accepted for several recipients is stored as one Email per recipient.
@@ -19,13 +39,9 @@ type Email struct {
 	FromName   string    // sender display name, "" when none
 	Subject    *string   // nil when the message has no Subject header
 	Body       *string   // sanitized HTML, nil when the message has no text body
-	ReceivedAt time.Time // UTC, truncated to the millisecond
+	ReceivedAt time.Time // UTC, truncated to the millisecond; strictly increasing within an inbox
 	Read       bool      // opened in the web UI
 }
-
-// ErrFull means the data file has reached its size cap (Options.MaxBytes):
-// new mail must wait until the sweeper or a client makes room.
-var ErrFull = errors.New("storage: data file is full")
 
 // Header is one header field of a message, its value decoded (RFC 2047).
 type Header struct {
@@ -65,44 +81,85 @@ type Content struct {
 type Query struct {
 	LocalPart string    // matched case-insensitively; must pass ValidLocalPart
 	Since     time.Time // when not zero, only emails received strictly after it
+	Before    time.Time // when not zero, only emails received strictly before it
 	Limit     int       // at most this many; 0 means no limit
 	Subject   string    // case-folded substring of the subject
 	Body      string    // case-folded substring of the body text
 	Terms     []string  // each must occur in subject, sender name, sender address or body text
 	Header    *Header   // when set, a field with this name (any case) whose value holds Value (case-folded)
-	After     string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
-	Before    string    // when set, only emails that arrived before the email with this id (ErrNotFound if unknown), for paging
+	AfterID   string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
+	BeforeID  string    // when set, only emails that arrived before the email with this id (ErrNotFound if unknown), for paging
 	NoBody    bool      // Body is left nil: the caller shows no body, so List decodes none
 }
 
-// MaxLocalPart is the longest local part burner accepts.
-// RFC 5321 §4.5.3.1.1: a local part is at most 64 octets.
-const MaxLocalPart = 64
-
-// LocalPart returns the part of an address before its last '@' (all of it
-// when it has none): the inbox the address belongs to.
-func LocalPart(addr string) string {
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
-		return addr[:i]
-	}
-	return addr
+// Stats describes what a store holds.
+type Stats struct {
+	Emails    int       // emails stored
+	Inboxes   int       // inboxes with at least one email
+	Keys      int       // API keys
+	FileBytes int64     // the store's size on disk
+	Oldest    time.Time // when the oldest email was received; zero without emails
 }
 
-// ValidLocalPart reports whether s is a local part the API can address:
-// one or more of A-Z a-z 0-9 and _ - + . (length is checked separately,
-// against MaxLocalPart, because the API names that error apart).
-func ValidLocalPart(s string) bool {
-	if s == "" {
-		return false
+// Inbox describes one inbox: an inbox exists while it holds an email.
+type Inbox struct {
+	Name   string    // the local part, lower-cased (InboxName)
+	Emails int       // how many emails it holds
+	Newest time.Time // when its newest email was received
+}
+
+// Attachment describes one file of a message.
+type Attachment struct {
+	Filename    string
+	ContentType string // media type, without parameters
+	ContentID   string // without angle brackets; "" when none
+	Size        int64  // bytes, transfer encoding decoded
+}
+
+// Attachments is the index of a message's files: the first of them, in the
+// order they appear, and how many more there are.
+type Attachments struct {
+	Files []Attachment
+	// More counts the files found beyond Files.
+	More int
+	// Partial means the walk stopped before the end of the message, so
+	// there may be files beyond the More counted: More is a lower bound.
+	Partial bool
+	// Rules is the version of the rules that found the files, chosen by
+	// the caller of PutAttachments: a reader that finds other rules than
+	// its own computes the index again.
+	Rules int
+}
+
+// MaxProblems bounds the problems a CheckReport lists: a broken store can
+// have millions, and the first ones tell what happened.
+const MaxProblems = 100
+
+// CheckReport is what a consistency check (Checker) found: what the store
+// holds, and what is wrong with it.
+type CheckReport struct {
+	SchemaVersion int
+	FileBytes     int64
+	Emails        int // email records
+	Inboxes       int // inboxes with at least one email
+	Messages      int // stored messages (a message to several recipients is stored once)
+	Keys          int // API keys
+	// Problems describes each inconsistency found, at most MaxProblems of
+	// them; empty when the store is sound.
+	Problems []string
+	// More counts the problems found beyond those listed.
+	More int
+}
+
+// OK reports whether the check found nothing wrong.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// Problemf adds a problem to the report, or counts it in More past
+// MaxProblems.
+func (r *CheckReport) Problemf(format string, args ...any) {
+	if len(r.Problems) == MaxProblems {
+		r.More++
+		return
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '_' || c == '-' || c == '+' || c == '.':
-		default:
-			return false
-		}
-	}
-	return true
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }

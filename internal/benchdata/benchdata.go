@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // words is the vocabulary of the messages: a few hundred words of
@@ -236,7 +237,7 @@ func wrap(s string, width int) string {
 
 // DeliverAll delivers msgs[i] to to[i] from writers goroutines, as
 // concurrent SMTP sessions would, and returns how long it took.
-func DeliverAll(tb testing.TB, db *storage.DB, msgs []*storage.Message, to []string, writers int) time.Duration {
+func DeliverAll(tb testing.TB, db storage.Deliverer, msgs []*storage.Message, to []string, writers int) time.Duration {
 	tb.Helper()
 	var (
 		next atomic.Int64
@@ -304,7 +305,7 @@ func File(tb testing.TB, name string, build func(path string) error) string {
 // Fill writes a data file at path of msgs, msgs[i] delivered to to[i]
 // from 8 writers: what a build function of File does.
 func Fill(tb testing.TB, path string, msgs []*storage.Message, to []string) error {
-	db, err := storage.Open(path, storage.Options{})
+	db, err := boltdb.Open(path, boltdb.Options{})
 	if err != nil {
 		return err
 	}
@@ -313,7 +314,7 @@ func Fill(tb testing.TB, path string, msgs []*storage.Message, to []string) erro
 }
 
 // OpenCopy opens a copy of the data file at path, closed when tb ends.
-func OpenCopy(tb testing.TB, path string) *storage.DB {
+func OpenCopy(tb testing.TB, path string) *boltdb.DB {
 	tb.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -323,7 +324,7 @@ func OpenCopy(tb testing.TB, path string) *storage.DB {
 	if err := os.WriteFile(dst, data, 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	db, err := storage.Open(dst, storage.Options{})
+	db, err := boltdb.Open(dst, boltdb.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

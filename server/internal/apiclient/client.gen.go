@@ -126,15 +126,30 @@ type To = LocalPart
 // Examples: {"error":"Email not found"}
 type BadLocalPart = Error
 
+// ClearForbidden Every error response.
+//
+// Examples: {"error":"Email not found"}
+type ClearForbidden = Error
+
 // EmailNotFound Every error response.
 //
 // Examples: {"error":"Email not found"}
 type EmailNotFound = Error
 
+// InboxForbidden Every error response.
+//
+// Examples: {"error":"Email not found"}
+type InboxForbidden = Error
+
 // InternalError Every error response.
 //
 // Examples: {"error":"Email not found"}
 type InternalError = Error
+
+// MetricsForbidden Every error response.
+//
+// Examples: {"error":"Email not found"}
+type MetricsForbidden = Error
 
 // NotAllowedDelete Every error response.
 //
@@ -155,6 +170,11 @@ type NotAllowedGet = Error
 //
 // Examples: {"error":"Email not found"}
 type QueryTooLong = Error
+
+// ReadOnly Every error response.
+//
+// Examples: {"error":"Email not found"}
+type ReadOnly = Error
 
 // Unauthorized Every error response.
 //
@@ -181,11 +201,20 @@ type ListEmailsParams struct {
 	// Since A Unix time in seconds, at least 0, in decimal with an optional fraction or exponent (`1741964966.535`, `.5`, `1e9`): only emails received strictly after it are returned. Anything else (negative, hexadecimal, `1_000`, `Inf`, `NaN`, a date) is 400 "'since' must be a Unix timestamp in seconds."
 	Since *float64 `form:"since,omitempty" json:"since,omitempty"`
 
+	// Before A Unix time in seconds, written as `since` is: only emails received strictly before it are returned; with `since`, both hold. Within an inbox no two emails share a receivedAt, so a client pages through an inbox with `before` = the oldest receivedAt of the page it has. Anything else is 400 "'before' must be a Unix timestamp in seconds."
+	Before *float64 `form:"before,omitempty" json:"before,omitempty"`
+
 	// Header `Name:value`: only emails whose message has the header field `Name` (case-insensitive) with `value` in it (case-insensitive substring; spaces around name and value are trimmed). An empty value matches any message that has the field. The name is printable ASCII without the colon and white space. Anything else is 400 "'header' must be Name:value, like X-Test-Run:42."
 	Header *string `form:"header,omitempty" json:"header,omitempty"`
 
 	// Wait Long poll: when nothing matches, hold the request up to this many seconds until a matching email arrives. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60."
 	Wait *int32 `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
+// ListEmailCodesParams defines parameters for ListEmailCodes.
+type ListEmailCodesParams struct {
+	// Pattern An RE2 regular expression (Go's regexp) that replaces the default rule: every match in the subject, then in the text, each once; its first capturing group when it has one; empty matches are skipped. At most 256 characters. Else 400 "'pattern' must be a valid regular expression." An empty value counts as not given.
+	Pattern *string `form:"pattern,omitempty" json:"pattern,omitempty"`
 }
 
 // StreamEventsParams defines parameters for StreamEvents.
@@ -312,6 +341,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 	GetAttachment(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEmailCodes The one-time codes of a message
+	//
+	// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+	//
+	// Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
+	ListEmailCodes(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEmailLinks The links of a message
 	//
@@ -454,6 +490,23 @@ func (c *Client) ListAttachments(ctx context.Context, id EmailID, reqEditors ...
 // Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 func (c *Client) GetAttachment(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAttachmentRequest(c.Server, id, n)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListEmailCodes The one-time codes of a message
+//
+// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+//
+// Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
+func (c *Client) ListEmailCodes(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEmailCodesRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -707,6 +760,18 @@ func NewListEmailsRequest(server string, params *ListEmailsParams) (*http.Reques
 
 		}
 
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Header != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -878,6 +943,67 @@ func NewGetAttachmentRequest(server string, id EmailID, n int32) (*http.Request,
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListEmailCodesRequest constructs an http.Request for the ListEmailCodes method
+func NewListEmailCodesRequest(server string, id EmailID, params *ListEmailCodesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/emails/%s/codes", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Pattern != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pattern", *params.Pattern, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1273,6 +1399,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 	GetAttachmentWithResponse(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*GetAttachmentResponse, error)
 
+	// ListEmailCodesWithResponse The one-time codes of a message
+	//
+	// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
+	ListEmailCodesWithResponse(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*ListEmailCodesResponse, error)
+
 	// ListEmailLinksWithResponse The links of a message
 	//
 	// The link targets found in the message's body, in order, for a test that follows a confirmation link.
@@ -1376,6 +1511,8 @@ type ListEmailsResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InboxForbidden
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -1401,6 +1538,11 @@ func (r ListEmailsResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListEmailsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEmailsResponse) GetJSON403() *InboxForbidden {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -1462,6 +1604,8 @@ type DeleteEmailResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ReadOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1479,6 +1623,11 @@ type DeleteEmailResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DeleteEmailResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteEmailResponse) GetJSON403() *ReadOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1808,6 +1957,103 @@ func (r GetAttachmentResponse) ContentType() string {
 	return ""
 }
 
+// ListEmailCodesResponse401Headers the declared response headers of an HTTP 401 response for ListEmailCodes
+type ListEmailCodesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListEmailCodesResponse405Headers the declared response headers of an HTTP 405 response for ListEmailCodes
+type ListEmailCodesResponse405Headers struct {
+	Allow string
+}
+
+type ListEmailCodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]string
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *EmailNotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedGet
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListEmailCodesResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListEmailCodesResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEmailCodesResponse) GetJSON200() *[]string {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListEmailCodesResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEmailCodesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListEmailCodesResponse) GetJSON404() *EmailNotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListEmailCodesResponse) GetJSON405() *NotAllowedGet {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r ListEmailCodesResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListEmailCodesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEmailCodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEmailCodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEmailCodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEmailCodesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEmailLinksResponse401Headers the declared response headers of an HTTP 401 response for ListEmailLinks
 type ListEmailLinksResponse401Headers struct {
 	WWWAuthenticate string
@@ -2081,6 +2327,8 @@ type StreamEventsResponse struct {
 	JSON400 *BadLocalPart
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *InboxForbidden
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2101,6 +2349,11 @@ func (r StreamEventsResponse) GetJSON400() *BadLocalPart {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r StreamEventsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StreamEventsResponse) GetJSON403() *InboxForbidden {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2164,6 +2417,8 @@ type ClearInboxResponse struct {
 	JSON400 *BadLocalPart
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ClearForbidden
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedDelete
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2184,6 +2439,11 @@ func (r ClearInboxResponse) GetJSON400() *BadLocalPart {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ClearInboxResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ClearInboxResponse) GetJSON403() *ClearForbidden {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2412,6 +2672,8 @@ type MetricsResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsForbidden
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2427,6 +2689,11 @@ type MetricsResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r MetricsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MetricsResponse) GetJSON403() *MetricsForbidden {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2544,6 +2811,21 @@ func (c *ClientWithResponses) GetAttachmentWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseGetAttachmentResponse(rsp)
+}
+
+// ListEmailCodesWithResponse The one-time codes of a message
+//
+// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
+func (c *ClientWithResponses) ListEmailCodesWithResponse(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*ListEmailCodesResponse, error) {
+	rsp, err := c.ListEmailCodes(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEmailCodesResponse(rsp)
 }
 
 // ListEmailLinksWithResponse The links of a message
@@ -2712,6 +2994,13 @@ func ParseListEmailsResponse(rsp *http.Response) (*ListEmailsResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InboxForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2784,6 +3073,13 @@ func ParseDeleteEmailResponse(rsp *http.Response) (*DeleteEmailResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ReadOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
@@ -3113,6 +3409,97 @@ func ParseGetAttachmentResponse(rsp *http.Response) (*GetAttachmentResponse, err
 	return response, nil
 }
 
+// ParseListEmailCodesResponse parses an HTTP response from a ListEmailCodesWithResponse call
+func ParseListEmailCodesResponse(rsp *http.Response) (*ListEmailCodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEmailCodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []string
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EmailNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedGet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListEmailCodesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListEmailCodesResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListEmailLinksResponse parses an HTTP response from a ListEmailLinksWithResponse call
 func ParseListEmailLinksResponse(rsp *http.Response) (*ListEmailLinksResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3379,6 +3766,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest InboxForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3458,6 +3852,13 @@ func ParseClearInboxResponse(rsp *http.Response) (*ClearInboxResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ClearForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedDelete
@@ -3676,6 +4077,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet

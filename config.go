@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+)
+
+// Config is burner's configuration; config.example.toml documents each key.
+type Config struct {
+	Data      string          `toml:"data"`
+	SMTP      SMTPConfig      `toml:"smtp"`
+	HTTP      HTTPConfig      `toml:"http"`
+	Retention RetentionConfig `toml:"retention"`
+	UI        UIConfig        `toml:"ui"`
+	Log       LogConfig       `toml:"log"`
+}
+
+type SMTPConfig struct {
+	Listen          string   `toml:"listen"`
+	Hostname        string   `toml:"hostname"`
+	Domains         []string `toml:"domains"`
+	MaxMessageBytes int64    `toml:"max_message_bytes"`
+	MaxRecipients   int      `toml:"max_recipients"`
+	MaxConnections  int      `toml:"max_connections"`
+	MaxConnsPerIP   int      `toml:"max_connections_per_ip"`
+	CommandTimeout  duration `toml:"command_timeout"`
+	DataTimeout     duration `toml:"data_timeout"`
+	MaxLineLength   int      `toml:"max_line_length"`
+	MaxBodyBytes    int      `toml:"max_body_bytes"`
+	TLSCert         string   `toml:"tls_cert"`
+	TLSKey          string   `toml:"tls_key"`
+}
+
+type HTTPConfig struct {
+	Listen            string   `toml:"listen"`
+	ReadHeaderTimeout duration `toml:"read_header_timeout"`
+	ReadTimeout       duration `toml:"read_timeout"`
+	WriteTimeout      duration `toml:"write_timeout"`
+	IdleTimeout       duration `toml:"idle_timeout"`
+	MaxHeaderBytes    int      `toml:"max_header_bytes"`
+	MaxQueryBytes     int      `toml:"max_query_bytes"`
+	TLSCert           string   `toml:"tls_cert"`
+	TLSKey            string   `toml:"tls_key"`
+}
+
+type RetentionConfig struct {
+	MaxAge        duration `toml:"max_age"`
+	MaxPerInbox   int      `toml:"max_per_inbox"`
+	MaxBytes      int64    `toml:"max_bytes"`
+	SweepInterval duration `toml:"sweep_interval"`
+}
+
+type UIConfig struct {
+	Enabled      bool `toml:"enabled"`
+	Public       bool `toml:"public"`
+	RequireTLS   bool `toml:"require_tls"`
+	RemoteImages bool `toml:"remote_images"`
+}
+
+type LogConfig struct {
+	Format string `toml:"format"`
+	Level  string `toml:"level"`
+}
+
+// duration is a time.Duration written as a string ("168h", "90s", "0") in
+// the config file, and parsed once, when the file is read.
+type duration struct{ time.Duration }
+
+func (d *duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like \"90s\", \"5m\" or \"168h\"", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func defaultConfig() Config {
+	return Config{
+		Data: "burner.db",
+		SMTP: SMTPConfig{
+			Listen:          "127.0.0.1:2525",
+			Hostname:        "localhost",
+			Domains:         []string{},
+			MaxMessageBytes: 10 << 20,
+			MaxRecipients:   100,
+			MaxConnections:  100,
+			CommandTimeout:  duration{5 * time.Minute},
+			DataTimeout:     duration{10 * time.Minute},
+			MaxLineLength:   2000,
+			MaxBodyBytes:    1 << 20,
+		},
+		HTTP: HTTPConfig{
+			Listen:            "127.0.0.1:8080",
+			ReadHeaderTimeout: duration{10 * time.Second},
+			ReadTimeout:       duration{30 * time.Second},
+			WriteTimeout:      duration{90 * time.Second}, // room for a long poll of up to 60s
+			IdleTimeout:       duration{120 * time.Second},
+			MaxHeaderBytes:    64 << 10,
+			MaxQueryBytes:     4 << 10,
+		},
+		Retention: RetentionConfig{
+			MaxAge:        duration{168 * time.Hour},
+			MaxPerInbox:   1000,
+			SweepInterval: duration{time.Minute},
+		},
+		UI:  UIConfig{Enabled: true},
+		Log: LogConfig{Format: "text", Level: "info"},
+	}
+}
+
+// defaultConfigFile is read when --config is not given, if it exists.
+const defaultConfigFile = "burner.toml"
+
+// loadConfig applies, in order, the defaults, the config file (--config, or
+// ./burner.toml when it exists) and the flags the user set.
+func loadConfig(cmd *cobra.Command) (Config, error) {
+	cfg := defaultConfig()
+	path, _ := cmd.Flags().GetString("config")
+	explicit := cmd.Flags().Changed("config")
+	if !explicit {
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			path = defaultConfigFile
+		}
+	}
+	if path != "" {
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return Config{}, fmt.Errorf("config %s: %w", path, err)
+		}
+		if undecoded := md.Undecoded(); len(undecoded) > 0 {
+			keys := make([]string, len(undecoded))
+			for i, k := range undecoded {
+				keys[i] = k.String()
+			}
+			return Config{}, fmt.Errorf("config %s: unknown key(s): %s", path, strings.Join(keys, ", "))
+		}
+	}
+	flags := cmd.Flags()
+	if flags.Lookup("data") != nil && flags.Changed("data") {
+		cfg.Data, _ = flags.GetString("data")
+	}
+	if flags.Lookup("http") != nil && flags.Changed("http") {
+		cfg.HTTP.Listen, _ = flags.GetString("http")
+	}
+	if flags.Lookup("smtp") != nil && flags.Changed("smtp") {
+		cfg.SMTP.Listen, _ = flags.GetString("smtp")
+	}
+	if flags.Lookup("domain") != nil && flags.Changed("domain") {
+		cfg.SMTP.Domains, _ = flags.GetStringArray("domain")
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// validate reports every problem at once.
+func (c Config) validate() error {
+	var errs []error
+	if c.Data == "" {
+		errs = append(errs, errors.New("data: must name a file"))
+	}
+	for name, addr := range map[string]string{"smtp.listen": c.SMTP.Listen, "http.listen": c.HTTP.Listen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", name, addr))
+		}
+	}
+	for _, d := range c.SMTP.Domains {
+		if d == "" || strings.ContainsAny(d, "@ \t") {
+			errs = append(errs, fmt.Errorf("smtp.domains: %q is not a domain", d))
+		}
+	}
+	if c.SMTP.MaxMessageBytes <= 0 {
+		errs = append(errs, errors.New("smtp.max_message_bytes: must be positive"))
+	}
+	if c.SMTP.MaxRecipients <= 0 {
+		errs = append(errs, errors.New("smtp.max_recipients: must be positive"))
+	}
+	if c.SMTP.MaxConnsPerIP < 0 {
+		errs = append(errs, errors.New("smtp.max_connections_per_ip: must be 0 (a tenth of max_connections) or positive"))
+	}
+	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
+		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))
+	}
+	if (c.HTTP.TLSCert == "") != (c.HTTP.TLSKey == "") {
+		errs = append(errs, errors.New("http.tls_cert and http.tls_key: set both or neither"))
+	}
+	for name, n := range map[string]int{
+		"smtp.max_connections": c.SMTP.MaxConnections, "smtp.max_line_length": c.SMTP.MaxLineLength,
+		"smtp.max_body_bytes":   c.SMTP.MaxBodyBytes,
+		"http.max_header_bytes": c.HTTP.MaxHeaderBytes, "http.max_query_bytes": c.HTTP.MaxQueryBytes,
+	} {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive", name))
+		}
+	}
+	for name, d := range map[string]duration{
+		"smtp.command_timeout": c.SMTP.CommandTimeout, "smtp.data_timeout": c.SMTP.DataTimeout,
+		"http.read_header_timeout": c.HTTP.ReadHeaderTimeout, "http.read_timeout": c.HTTP.ReadTimeout,
+		"http.write_timeout": c.HTTP.WriteTimeout, "http.idle_timeout": c.HTTP.IdleTimeout,
+		"retention.sweep_interval": c.Retention.SweepInterval,
+	} {
+		if d.Duration <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be a positive duration", name))
+		}
+	}
+	if c.Retention.MaxAge.Duration < 0 {
+		errs = append(errs, errors.New("retention.max_age: must be \"0\" (keep forever) or more"))
+	}
+	if c.Retention.MaxPerInbox < 0 {
+		errs = append(errs, errors.New("retention.max_per_inbox: must be 0 (no cap) or more"))
+	}
+	if c.Retention.MaxBytes < 0 {
+		errs = append(errs, errors.New("retention.max_bytes: must be 0 (no cap) or more"))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		errs = append(errs, fmt.Errorf("log.format: %q is not \"text\" or \"json\"", c.Log.Format))
+	}
+	if _, err := c.Log.level(); err != nil {
+		errs = append(errs, err)
+	}
+	// Sorted, so that the same file always gives the same message.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+func (l LogConfig) level() (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(l.Level)); err != nil {
+		return 0, fmt.Errorf("log.level: %q is not debug, info, warn or error", l.Level)
+	}
+	return lv, nil
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+)
+
+func TestConfigExample(t *testing.T) {
+	var got Config
+	md, err := toml.DecodeFile("config.example.toml", &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := md.Undecoded(); len(u) > 0 {
+		t.Errorf("config.example.toml has keys Config does not know: %v", u)
+	}
+	if want := defaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("config.example.toml = %+v,\nwant defaultConfig() = %+v", got, want)
+	}
+	// Every key of Config appears in the example, so none goes undocumented.
+	raw, _ := os.ReadFile("config.example.toml")
+	for _, key := range tomlKeys(reflect.TypeOf(Config{})) {
+		if !regexp.MustCompile(`(?m)^` + key + ` = `).Match(raw) {
+			t.Errorf("config.example.toml does not document %q", key)
+		}
+	}
+}
+
+// tomlKeys returns the toml names of the leaf fields of a config struct.
+func tomlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(duration{}) {
+			keys = append(keys, tomlKeys(f.Type)...)
+			continue
+		}
+		keys = append(keys, f.Tag.Get("toml"))
+	}
+	return keys
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := writeConfig(t, fmt.Sprintf("data = %q\n[smtp]\nlisten = \"127.0.0.1:2626\"\ndomains = [\"a.test\"]\n", filepath.Join(dir, "f.db")))
+
+	cmd := newServeCmd()
+	cmd.Flags().String("config", "", "")
+	if err := cmd.ParseFlags([]string{"--config", cfgFile, "--smtp", "127.0.0.1:2727", "--domain", "b.test", "--domain", "c.test"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Data != filepath.Join(dir, "f.db") || cfg.SMTP.Listen != "127.0.0.1:2727" ||
+		!reflect.DeepEqual(cfg.SMTP.Domains, []string{"b.test", "c.test"}) || cfg.HTTP.Listen != "127.0.0.1:8080" {
+		t.Errorf("loadConfig = %+v; want data from the file, smtp and domains from flags, http by default", cfg)
+	}
+
+	for _, tc := range []struct{ file, want string }{
+		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.listen"},
+		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.max_recipients"}, // every problem at once
+		{"[smtp]\nlistn = \"127.0.0.1:25\"\n", "unknown key(s): smtp.listn"},
+		{"[retention]\nmax_age = \"a week\"\n", `"a week" is not a duration`},
+		{"[retention]\nmax_age = \"-1h\"\n", "retention.max_age"},
+		{"[smtp]\ndata_timeout = \"0\"\n", "smtp.data_timeout: must be a positive duration"},
+		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.format"},
+		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.level"},
+		{"[http]\nmax_query_bytes = 0\n", "http.max_query_bytes"},
+		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
+		{"data = \n", "config"},
+	} {
+		_, err := runCmd(t, "keys", "list", "--config", writeConfig(t, tc.file))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %q: err = %v, want it to mention %q", tc.file, err, tc.want)
+		}
+	}
+	if _, err := runCmd(t, "keys", "list", "--config", filepath.Join(dir, "missing.toml")); err == nil {
+		t.Error("an explicit --config that does not exist was accepted")
+	}
+}
+
+func TestJSONLogs(t *testing.T) {
+	var buf bytes.Buffer
+	newLogger(LogConfig{Format: "json", Level: "warn"}, &buf).Info("hidden")
+	newLogger(LogConfig{Format: "json", Level: "warn"}, &buf).Warn("shown", "email_id", "x")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil || line["msg"] != "shown" || line["email_id"] != "x" {
+		t.Errorf("JSON log output %q (%v); want one JSON line for the warning only", buf.String(), err)
+	}
+}

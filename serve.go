@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"burner/server"
+	"burner/smtpd"
+	"burner/storage"
+	"burner/storage/boltdb"
+)
+
+func newServeCmd() *cobra.Command {
+	def := defaultConfig()
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the SMTP daemon and the HTTP API",
+		Long: `Run the SMTP daemon, the HTTP API and web UI, and the control socket, on
+one data file. On its first start it creates an API key, named "default",
+and prints it once.
+
+Signals: SIGTERM or SIGINT stops taking mail, lets messages in flight
+commit, drains HTTP and closes the file. SIGHUP reloads the TLS
+certificate files (smtp.tls_cert, http.tls_cert) without dropping a
+connection; other settings need a restart. Under systemd (Type=notify)
+burner reports READY=1 once it serves and STOPPING=1 when it stops.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			log := newLogger(cfg.Log, cmd.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, log, cmd.ErrOrStderr(), os.Getenv("NOTIFY_SOCKET"))
+		},
+	}
+	f := cmd.Flags()
+	addDataFlag(cmd)
+	f.String("http", def.HTTP.Listen, "the host:port `ADDR` the HTTP API and web UI listen on; overrides http.listen")
+	f.String("smtp", def.SMTP.Listen, "the host:port `ADDR` the SMTP daemon listens on (production: \":25\"); overrides smtp.listen")
+	f.StringArray("domain", nil, "an inbox `DOMAIN`; repeat for several; overrides smtp.domains (default: smtp.domains, else any domain)")
+	return cmd
+}
+
+// app is a started burner: the file is open and every listener is bound.
+type app struct {
+	log                   *slog.Logger
+	db                    storage.Store
+	data                  string // the data file's path
+	smtpLn, httpLn, ctlLn net.Listener
+	mta                   *smtpd.Server
+	httpSrv, ctlSrv       *http.Server
+	sweepEvery            time.Duration
+	sweptTotal            prometheus.Counter
+	smtpDown              atomic.Bool // the SMTP server has stopped serving
+
+	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
+	hup                chan os.Signal // SIGHUP, from start until run returns
+	notifySocket       string         // $NOTIFY_SOCKET: systemd waits for READY=1 there
+}
+
+// smtpReady reports whether the SMTP listener still serves, for /healthz.
+func (a *app) smtpReady() error {
+	if a.smtpDown.Load() {
+		return errors.New("the SMTP server is not serving")
+	}
+	return nil
+}
+
+// newRegistry returns the Prometheus registry of one appliance: the Go
+// runtime and process series, and what the data file holds.
+func newRegistry(db storage.Store) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	stats := func(get func(storage.Stats) float64) func() float64 {
+		return func() float64 {
+			st, err := db.Stats(context.Background())
+			if err != nil {
+				return 0
+			}
+			return get(st)
+		}
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_emails_stored", Help: "Emails in the data file."},
+			stats(func(st storage.Stats) float64 { return float64(st.Emails) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_inboxes", Help: "Inboxes with at least one email."},
+			stats(func(st storage.Stats) float64 { return float64(st.Inboxes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_data_file_bytes", Help: "Size of the data file."},
+			stats(func(st storage.Stats) float64 { return float64(st.FileBytes) })),
+	)
+	return reg
+}
+
+// serve runs burner until ctx is done or a server fails. Notices meant for
+// the operator (the first API key) go to notice; systemd's notifications
+// go to notifySocket ($NOTIFY_SOCKET; "" when not under systemd).
+func serve(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer, notifySocket string) error {
+	a, err := start(ctx, cfg, log, notice)
+	if err != nil {
+		return err
+	}
+	a.notifySocket = notifySocket
+	return a.run(ctx)
+}
+
+// start opens the data file and binds every listener, so that bind errors
+// surface before anything is served. On error it leaves nothing open.
+func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) (_ *app, err error) {
+	a := &app{log: log, data: cfg.Data}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	db, err := boltdb.Open(cfg.Data, boltdb.Options{
+		MaxAge:      cfg.Retention.MaxAge.Duration,
+		MaxPerInbox: cfg.Retention.MaxPerInbox,
+		MaxBytes:    cfg.Retention.MaxBytes,
+		Log:         log.With("component", "storage"),
+	})
+	if err != nil {
+		return nil, openError(cfg.Data, err, true)
+	}
+	a.db = db
+	if err := ensureKey(ctx, a.db, notice); err != nil {
+		return nil, err
+	}
+	if len(cfg.SMTP.Domains) == 0 {
+		log.Warn("smtp.domains is empty: accepting mail for any domain")
+	}
+	var smtpTLS *tls.Config
+	if cfg.SMTP.TLSCert != "" {
+		if a.smtpCert, err = loadCertificate(cfg.SMTP.TLSCert, cfg.SMTP.TLSKey); err != nil {
+			return nil, fmt.Errorf("smtp.tls_cert: %w", err)
+		}
+		smtpTLS = a.smtpCert.tlsConfig()
+	}
+	if cfg.HTTP.TLSCert != "" {
+		if a.httpCert, err = loadCertificate(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey); err != nil {
+			return nil, fmt.Errorf("http.tls_cert: %w", err)
+		}
+	}
+	for name, c := range map[string]*certificate{"smtp": a.smtpCert, "http": a.httpCert} {
+		if c != nil && time.Now().After(c.notAfter()) {
+			log.Warn("the TLS certificate has expired: renew it, then send SIGHUP", "server", name, "cert", c.certFile, "not_after", c.notAfter())
+		}
+	}
+	if a.smtpLn, err = net.Listen("tcp", cfg.SMTP.Listen); err != nil {
+		return nil, fmt.Errorf("smtp listen: %w", err)
+	}
+	if a.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
+		return nil, err
+	}
+	reg := newRegistry(a.db)
+	a.sweptTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "burner_sweeper_deleted_total", Help: "Emails deleted by retention.",
+	})
+	reg.MustRegister(a.sweptTotal)
+	a.mta = smtpd.New(a.db, smtpd.Options{
+		Metrics:         reg,
+		Hostname:        cfg.SMTP.Hostname,
+		Domains:         cfg.SMTP.Domains,
+		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
+		MaxRecipients:   cfg.SMTP.MaxRecipients,
+		MaxConnections:  cfg.SMTP.MaxConnections,
+		MaxConnsPerIP:   cfg.SMTP.MaxConnsPerIP,
+		CommandTimeout:  cfg.SMTP.CommandTimeout.Duration,
+		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
+		MaxLineLength:   cfg.SMTP.MaxLineLength,
+		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
+		TLSConfig:       smtpTLS,
+	}, log.With("component", "smtpd"))
+	api := server.New(a.db, server.Options{
+		UI:            cfg.UI.Enabled,
+		Public:        cfg.UI.Public,
+		RequireTLS:    cfg.UI.RequireTLS,
+		RemoteImages:  cfg.UI.RemoteImages,
+		Domains:       cfg.SMTP.Domains,
+		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
+		Metrics:       reg,
+		Ready:         a.smtpReady,
+	}, log.With("component", "http"))
+	a.sweepEvery = cfg.Retention.SweepInterval.Duration
+	a.httpSrv = &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.HTTP.ReadTimeout.Duration,
+		WriteTimeout:      cfg.HTTP.WriteTimeout.Duration,
+		IdleTimeout:       cfg.HTTP.IdleTimeout.Duration,
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
+	}
+	if a.httpCert != nil {
+		a.httpSrv.TLSConfig = a.httpCert.tlsConfig()
+	}
+	// No write timeout: a backup streams the whole file.
+	a.ctlSrv = &http.Server{Handler: api.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// From here on SIGHUP reloads certificates rather than ending burner.
+	a.hup = make(chan os.Signal, 1)
+	signal.Notify(a.hup, syscall.SIGHUP)
+	return a, nil
+}
+
+// close releases what start opened, for a start that failed half-way.
+func (a *app) close() {
+	if a.hup != nil {
+		signal.Stop(a.hup)
+	}
+	for _, ln := range []net.Listener{a.smtpLn, a.httpLn, a.ctlLn} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+	if a.db != nil {
+		a.db.Close()
+	}
+}
+
+// run serves until ctx is done or one server fails, then shuts down in
+// order and closes the data file.
+func (a *app) run(ctx context.Context) error {
+	defer a.db.Close() // 3. last, once nothing can write
+	defer signal.Stop(a.hup)
+	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "smtp_starttls", a.smtpCert != nil,
+		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", a.data)
+	errc := make(chan error, 3)
+	go func() {
+		err := a.mta.Serve(a.smtpLn)
+		a.smtpDown.Store(true)
+		errc <- err
+	}()
+	go func() {
+		if a.httpCert != nil {
+			errc <- ignoreClosed(a.httpSrv.ServeTLS(a.httpLn, "", "")) // the certificate comes from TLSConfig
+			return
+		}
+		errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn))
+	}()
+	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
+	// The sweeper and the certificate reloader run until shutdown begins.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	swept, reloaded := make(chan struct{}), make(chan struct{})
+	go func() { defer close(swept); a.sweep(bgCtx) }()
+	go func() { defer close(reloaded); a.reloadOnHUP(bgCtx) }()
+	a.notify("READY=1\nSTATUS=Serving SMTP on " + a.smtpLn.Addr().String() + ", HTTP on " + a.httpLn.Addr().String())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+	case runErr = <-errc: // one server died: stop the others, then report it
+		if runErr == nil {
+			runErr = errors.New("a server stopped unexpectedly")
+		}
+	}
+	a.notify("STOPPING=1")
+	stopBackground()
+	<-swept
+	<-reloaded
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
+		a.log.Warn("smtp shutdown", "err", err)
+	}
+	if err := a.httpSrv.Shutdown(shutCtx); err != nil { // 2. then the API and the CLI
+		a.log.Warn("http shutdown", "err", err)
+	}
+	if err := a.ctlSrv.Shutdown(shutCtx); err != nil {
+		a.log.Warn("control shutdown", "err", err)
+		a.ctlSrv.Close() // a backup still streaming would hold the file open
+	}
+	return runErr
+}
+
+// notify tells systemd, when it runs burner, about a change of state.
+func (a *app) notify(state string) {
+	if err := sdNotify(a.notifySocket, state); err != nil {
+		a.log.Warn("systemd notification failed", "err", err)
+	}
+}
+
+// reloadOnHUP reloads the TLS certificates at every SIGHUP until ctx is
+// done, so that a renewed certificate is served without a restart.
+func (a *app) reloadOnHUP(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.hup:
+			a.reloadCertificates()
+		}
+	}
+}
+
+// reloadCertificates reads the certificate files again. New connections
+// get the new certificate; those up keep theirs. A pair that fails to load
+// leaves the old one in use.
+func (a *app) reloadCertificates() {
+	if a.smtpCert == nil && a.httpCert == nil {
+		a.log.Info("SIGHUP: no TLS certificate to reload")
+		return
+	}
+	for _, s := range []struct {
+		name string
+		cert *certificate
+	}{{"smtp", a.smtpCert}, {"http", a.httpCert}} {
+		if s.cert == nil {
+			continue
+		}
+		if err := s.cert.reload(); err != nil {
+			a.log.Error("TLS certificate reload failed: the old one stays in use", "server", s.name, "err", err)
+			continue
+		}
+		a.log.Info("TLS certificate reloaded", "server", s.name, "cert", s.cert.certFile,
+			"not_after", s.cert.notAfter().UTC().Format(time.RFC3339))
+	}
+}
+
+// sweep applies retention at every tick until ctx is done, and logs what
+// it deleted.
+func (a *app) sweep(ctx context.Context) {
+	t := time.NewTicker(a.sweepEvery)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		n, err := a.db.Sweep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.log.Error("retention sweep failed", "err", err, "deleted", n)
+		case n > 0:
+			a.log.Info("retention sweep", "deleted", n, "duration_ms", time.Since(start).Milliseconds())
+		}
+		a.sweptTotal.Add(float64(n))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// ensureKey creates and prints a first API key when there is none, so that
+// `burner serve` alone gives a usable appliance.
+func ensureKey(ctx context.Context, db storage.Store, notice io.Writer) error {
+	keys, err := db.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		return nil
+	}
+	_, secret, err := db.CreateKey(ctx, "default", storage.Scope{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(notice, "\nCreated the first API key, named \"default\"; it is shown only this once:\n\n    %s\n\nManage keys with `burner keys create --name NAME`, `burner keys list` and `burner keys revoke ID-or-NAME`.\n\n", secret)
+	return nil
+}
+
+// listenControl listens on the control socket with mode 0600: the file mode
+// is what keeps other users from managing keys.
+func listenControl(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("control socket %s is in use: is another burner running?", path)
+	}
+	// Nothing answers: a socket left by a killed server.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	old := syscall.Umask(0o177) // the socket is created 0600, never briefly wider
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	bolt "go.etcd.io/bbolt"
+
+	"burner/storage"
+	"burner/storage/boltdb"
+)
+
+// TestEndToEnd sends mail with a real SMTP client to the real daemon and
+// reads it back over HTTP, as a user following the README would.
+func TestEndToEnd(t *testing.T) {
+	ta := startApp(t, "")
+	smtpAddr := ta.smtpLn.Addr().String()
+	msg := "From: =?utf-8?q?Shop_M=C3=BCller?= <shop@sender.test>\r\n" +
+		"To: Alice <alice@inbox.test>\r\n" +
+		"Subject: Confirm your account\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\n\r\n" +
+		"Hello,\r\nconfirm at https://shop.test/confirm?t=42\r\n"
+	if err := sendMail(t, smtpAddr, "bounce@sender.test", []string{"Alice@inbox.test", "bob@other.test"}, msg); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+
+	status, body := ta.get(t, ta.key, "/api/v1/emails?to=alice")
+	if status != 200 {
+		t.Fatalf("GET list = %d %s", status, body)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(body, &got); err != nil || len(got) != 1 {
+		t.Fatalf("GET list body %s: want one email (%v)", body, err)
+	}
+	e := got[0]
+	if len(e) != 8 {
+		t.Errorf("email has %d fields, want exactly 8: %s", len(e), body)
+	}
+	want := map[string]any{"toAddress": "Alice@inbox.test", "fromAddress": "shop@sender.test", "fromName": "Shop Müller", "subject": "Confirm your account", "read": false}
+	for k, v := range want {
+		if e[k] != v {
+			t.Errorf("email[%q] = %#v, want %#v", k, e[k], v)
+		}
+	}
+	if b, _ := e["body"].(string); !strings.Contains(b, `href="https://shop.test/confirm?t=42"`) {
+		t.Errorf("body = %q, want a clickable link", b)
+	}
+	if ts, _ := e["receivedAt"].(string); !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(ts) {
+		t.Errorf("receivedAt = %q, want YYYY-MM-DDTHH:mm:ss.sssZ", ts)
+	}
+	id, _ := e["id"].(string)
+	if status, _ := ta.get(t, ta.key, "/api/v1/emails/"+id); status != 200 {
+		t.Errorf("GET email = %d, want 200", status)
+	}
+	// bob got his own copy; deleting alice's leaves it.
+	if status, _ := ta.do(t, http.MethodDelete, ta.key, "/api/v1/emails/"+id); status != 204 {
+		t.Errorf("DELETE email = %d, want 204", status)
+	}
+	if status, body := ta.get(t, ta.key, "/api/v1/emails?to=BOB&body=confirm"); status != 200 || !strings.Contains(string(body), `"toAddress":"bob@other.test"`) {
+		t.Errorf("GET bob's inbox = %d %s, want his copy", status, body)
+	}
+	if status, body := ta.get(t, "", "/api/v1/emails?to=bob"); status != 401 || !strings.Contains(string(body), "Missing or invalid API key.") {
+		t.Errorf("GET without key = %d %s, want 401", status, body)
+	}
+
+	// RCPT refusals of SPEC §2, with the real client.
+	for _, rcpt := range []string{"carol@elsewhere.test", "bad!char@inbox.test", strings.Repeat("a", 65) + "@inbox.test"} {
+		err := sendMail(t, smtpAddr, "x@sender.test", []string{rcpt}, msg)
+		var smtpErr *smtp.SMTPError
+		if !errors.As(err, &smtpErr) || smtpErr.Code != 550 {
+			t.Errorf("SendMail to %q: err = %v, want a 550", rcpt, err)
+		}
+	}
+}
+
+func TestSecondServeRefused(t *testing.T) {
+	ta := startApp(t, "")
+	cfg, err := serveConfig(ta.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "another burner") {
+		t.Errorf("second start on the same file: err = %v, want a clear refusal", err)
+	}
+}
+
+// TestStartRefusesNewerFile: a file written by a newer burner is refused
+// at start, with both versions named.
+func TestStartRefusesNewerFile(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "burner.db")
+	bdb, err := bolt.Open(data, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucket([]byte("meta"))
+		return b.Put([]byte("schema"), []byte{99})
+	})
+	bdb.Close()
+	cfg := defaultConfig()
+	cfg.Data = data
+	cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	_, err = start(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "reads versions up to ") || !strings.Contains(err.Error(), "newer burner") {
+		t.Errorf("start on a file from a newer burner: %v", err)
+	}
+}
+
+// TestChildServer is not a test on its own: TestKillNine runs the test
+// binary again with BURNER_CHILD_DATA set, and this becomes the server.
+func TestChildServer(t *testing.T) {
+	data := os.Getenv("BURNER_CHILD_DATA")
+	if data == "" {
+		t.Skip("runs only as TestKillNine's child process")
+	}
+	cfg := defaultConfig()
+	cfg.Data = data
+	cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
+	a, err := start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	if err != nil {
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
+	fmt.Printf("READY %s %s\n", a.smtpLn.Addr(), a.httpLn.Addr())
+	a.run(context.Background()) // until SIGKILL
+}
+
+// child is burner running as a separate process on a data file.
+type child struct {
+	cmd            *exec.Cmd
+	smtpAddr, http string
+}
+
+func startChild(t *testing.T, data string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildServer$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BURNER_CHILD_DATA="+data)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+				ready <- f[1:]
+			}
+		}
+	}()
+	select {
+	case addrs := <-ready:
+		return &child{cmd: cmd, smtpAddr: addrs[0], http: "http://" + addrs[1]}
+	case <-time.After(30 * time.Second):
+		t.Fatal("child server not ready within 30s")
+		return nil
+	}
+}
+
+// TestKillNine: every message that got 250 is listed after the server is
+// killed with SIGKILL mid-stream and started again, at several kill points.
+func TestKillNine(t *testing.T) {
+	if os.Getenv("BURNER_CHILD_DATA") != "" {
+		t.Skip("child process")
+	}
+	for _, killAfter := range []int{1, 25, 120} {
+		t.Run(fmt.Sprint(killAfter), func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "burner.db")
+			db, err := boltdb.Open(data, boltdb.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, key, err := db.CreateKey(context.Background(), "test", storage.Scope{})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := startChild(t, data)
+
+			var (
+				mu    sync.Mutex
+				acked []string
+				wg    sync.WaitGroup
+			)
+			stop := make(chan struct{})
+			for w := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := smtp.Dial(srv.smtpAddr)
+					if err != nil {
+						return
+					}
+					defer c.Close()
+					for i := range 10_000 { // bounded; the kill ends it far sooner
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						subject := fmt.Sprintf("[w%d-m%d]", w, i) // brackets: no subject is a substring of another
+						msg := "From: a@sender.test\r\nSubject: " + subject + "\r\n\r\nbody\r\n"
+						if err := c.SendMail("a@sender.test", []string{"durable@inbox.test"}, strings.NewReader(msg)); err != nil {
+							return
+						}
+						mu.Lock()
+						acked = append(acked, subject)
+						n := len(acked)
+						mu.Unlock()
+						if n == killAfter {
+							srv.cmd.Process.Signal(syscall.SIGKILL)
+						}
+					}
+				}()
+			}
+			waited := make(chan struct{})
+			go func() { wg.Wait(); close(waited) }()
+			select {
+			case <-waited:
+			case <-time.After(60 * time.Second):
+				close(stop)
+				srv.cmd.Process.Kill()
+				<-waited
+			}
+			srv.cmd.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(acked) < killAfter {
+				t.Fatalf("only %d messages acked before the kill point %d", len(acked), killAfter)
+			}
+
+			// Start burner again on the file, and ask it over HTTP.
+			again := startChild(t, data)
+			for _, subject := range acked {
+				req, _ := http.NewRequest("GET", again.http+"/api/v1/emails?to=durable&subject="+url.QueryEscape(subject), nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []map[string]any
+				err = json.NewDecoder(res.Body).Decode(&got)
+				res.Body.Close()
+				if err != nil || len(got) != 1 || got[0]["subject"] != subject {
+					t.Errorf("message %s got 250 but after kill -9 and a restart the API lists %v (%v)", subject, got, err)
+				}
+			}
+			t.Logf("kill after %d: %d acked, all listed after a restart", killAfter, len(acked))
+		})
+	}
+}
+
+// TestRetentionSweeper: the sweeper runs inside serve and deletes what is
+// older than max_age.
+func TestRetentionSweeper(t *testing.T) {
+	ta := startApp(t, "[retention]\nmax_age = \"200ms\"\nsweep_interval = \"20ms\"\n")
+	if err := sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"short@inbox.test"}, "Subject: brief\r\n\r\nhi\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := ta.get(t, ta.key, "/api/v1/emails?to=short"); !strings.Contains(string(body), "brief") {
+		t.Fatalf("the email is not listed right after delivery: %s", body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := ta.get(t, ta.key, "/api/v1/emails?to=short")
+		if strings.TrimSpace(string(body)) == "[]" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the email outlived max_age 200ms by 10s: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShutdownLetsDataCommit: a message whose DATA is under way when
+// shutdown starts is still accepted and stored; new connections are not.
+func TestShutdownLetsDataCommit(t *testing.T) {
+	ta := startApp(t, "")
+	addr := ta.smtpLn.Addr().String()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Mail("a@sender.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("inflight@inbox.test", nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "Subject: in flight\r\n\r\nhalf")
+	ta.cancel() // SIGTERM
+	// The listener closes first: poll until a new connection is refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		nc, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break
+		}
+		nc.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the SMTP listener still accepts 10s after shutdown began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(w, " and the rest\r\n")
+	if err := w.Close(); err != nil {
+		t.Fatalf("DATA in flight at shutdown: %v, want 250", err)
+	}
+	c.Quit()
+	select {
+	case err := <-ta.done:
+		ta.done <- err // for the cleanup's stop
+		if err != nil {
+			t.Fatalf("run returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("burner did not stop within 20s")
+	}
+	db, err := boltdb.Open(ta.data, boltdb.Options{})
+	if err != nil {
+		t.Fatalf("reopen after shutdown: %v", err)
+	}
+	defer db.Close()
+	es, err := db.List(context.Background(), storage.Query{LocalPart: "inflight"})
+	if err != nil || len(es) != 1 || *es[0].Subject != "in flight" {
+		t.Errorf("after shutdown the file holds %+v, %v; want the message that got 250", es, err)
+	}
+}
+
+func TestMetricsAndHealth(t *testing.T) {
+	ta := startApp(t, "")
+	if status, body := ta.get(t, "", "/healthz"); status != 200 || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
+		t.Errorf("GET /healthz = %d %s, want 200 ok", status, body)
+	}
+	if err := sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"m@inbox.test", "n@inbox.test"}, "Subject: count me\r\n\r\nhi\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	sendMail(t, ta.smtpLn.Addr().String(), "a@sender.test", []string{"x@elsewhere.test"}, "Subject: refused\r\n\r\nhi\r\n")
+	ta.get(t, ta.key, "/api/v1/emails?to=m")
+	if status, _ := ta.get(t, "", "/metrics"); status != 401 {
+		t.Errorf("GET /metrics without a key = %d, want 401", status)
+	}
+	status, body := ta.get(t, ta.key, "/metrics")
+	if status != 200 {
+		t.Fatalf("GET /metrics = %d", status)
+	}
+	for _, want := range []string{
+		"burner_smtp_sessions_total 2",
+		"burner_smtp_messages_accepted_total 1",
+		`burner_smtp_rejected_total{reason="recipient_domain"} 1`,
+		"burner_smtp_ingest_seconds_count 1",
+		"burner_emails_stored 2",
+		"burner_inboxes 2",
+		`burner_http_requests_total{code="200",route="GET /api/v1/emails"} 1`,
+		`burner_http_request_duration_seconds_count{route="GET /api/v1/emails"} 1`,
+		"burner_sweeper_deleted_total 0",
+		"burner_data_file_bytes ",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,613 @@
+package boltdb
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"burner/storage"
+
+	"github.com/google/uuid"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// The email layout:
+//
+//	emails:   lower(localpart) 0x00 be64(receivedAt unix ms) be64(seq) -> email record
+//	ids:      uuid (16 bytes)                                         -> emails key
+//	inboxes:  lower(localpart)                                        -> be64(number of emails)
+//	contents: be64(content seq)                                       -> content record
+//	raw:      be64(content seq)                                       -> the cold section (below)
+//
+// A local part never contains 0x00, so "alice" 0x00 is a prefix of alice's
+// keys only (not of "alice+x" or "alicf"), and within it keys sort by time,
+// then by seq, the emails bucket's sequence at commit: listing newest first is
+// a seek past the prefix and a walk backwards that reads only what it returns.
+// The inboxes bucket counts each inbox's emails, so that the per-inbox cap
+// costs no scan and the sweeper visits each inbox once.
+//
+// The body, search text, headers and raw source are stored once per message
+// and shared by its recipients' emails (a content record counts its
+// references), so a message to 100 recipients does not cost 100 copies.
+//
+// An email record is
+//
+//	version(1) flags(1) id(16) contentKey(8) uvarint-prefixed: to, from, fromName, subject
+//
+// and a content record is uvarint(refs) flags(1) and, with flagCompact (every
+// record written since the layout of docs/performance.md), what List and
+// Email read, in two s2 blocks (github.com/klauspost/compress/s2):
+//
+//	uvarint-prefixed s2 block: the search text, the Text case-folded, each line once
+//	s2 block, with the search text as its dictionary, to the end: the body section,
+//	    uvarint-prefixed body
+//	    uvarint(number of fields) uvarint-prefixed: name, value for each header field
+//
+// A body filter or a search decodes the first block alone: about half a
+// microsecond for a newsletter's. The raw value of a compact record holds
+// what only Raw and Content read, the cold section, in a zstd frame whose
+// raw dictionary (coldDictID) is the text and body section decoded, which
+// the raw source mostly repeats:
+//
+//	uvarint-prefixed plain text
+//	uvarint(number of links) uvarint-prefixed link for each
+//	the message as received, to the end
+//
+// A content record without flagCompact was written before (it is read,
+// never written): after its flags come a uvarint-prefixed body, the header
+// section (names lower-cased, values folded), a uvarint-prefixed plain
+// text, the links section and the search text to the end; its raw value
+// is the message as received.
+const (
+	emailVersion   = 1
+	flagRead       = 1 << 0
+	flagHasSubject = 1 << 1
+	flagHasBody    = 1 << 0     // content record: the message has a body
+	flagCompact    = 1 << 1     // content record: s2 blocks, with the cold section in raw
+	emailFixedLen  = 2 + 16 + 8 // version, flags, id, content key
+)
+
+// inboxName returns storage.InboxName(localPart), as an emails key begins.
+func inboxName(localPart string) []byte {
+	return storage.AppendInboxName(make([]byte, 0, len(localPart)+1), localPart) // room for inboxPrefix's 0x00
+}
+
+// inboxPrefix returns lower(localPart) 0x00, the prefix of the inbox's keys.
+func inboxPrefix(localPart string) []byte { return append(inboxName(localPart), 0) }
+
+// prefixEnd returns the first key past every key with prefix (an inbox
+// prefix ends in 0x00, which becomes 0x01).
+func prefixEnd(prefix []byte) []byte {
+	end := bytes.Clone(prefix)
+	end[len(end)-1]++
+	return end
+}
+
+// emailKey returns inbox 0x00 be64(t in unix ms) be64(seq).
+func emailKey(inbox []byte, t time.Time, seq uint64) []byte {
+	k := make([]byte, 0, len(inbox)+17)
+	k = append(k, inbox...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(t.UnixMilli()))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// keyInbox returns the inbox name of an emails key (its prefix without 0x00).
+func keyInbox(key []byte) []byte { return key[:len(key)-17] }
+
+func keyTime(key []byte) time.Time {
+	ms := binary.BigEndian.Uint64(key[len(key)-16:])
+	return time.UnixMilli(int64(ms)).UTC()
+}
+
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func encodeEmail(e *storage.Email, id uuid.UUID, ckey []byte) []byte {
+	var flags byte
+	if e.Read {
+		flags |= flagRead
+	}
+	subject := ""
+	if e.Subject != nil {
+		flags |= flagHasSubject
+		subject = *e.Subject
+	}
+	b := make([]byte, 0, emailFixedLen+len(e.To)+len(e.From)+len(e.FromName)+len(subject)+8)
+	b = append(b, emailVersion, flags)
+	b = append(b, id[:]...)
+	b = append(b, ckey...)
+	for _, s := range []string{e.To, e.From, e.FromName, subject} {
+		b = appendString(b, s)
+	}
+	return b
+}
+
+// emailView is an email record read in place: its slices point into the
+// record, valid only inside the transaction, so that a filter can reject
+// an email without allocating.
+type emailView struct {
+	flags                       byte
+	id, ckey                    []byte
+	to, from, fromName, subject []byte // subject is nil when the email has none
+}
+
+func viewEmail(rec []byte) (emailView, error) {
+	if len(rec) < emailFixedLen || rec[0] != emailVersion {
+		return emailView{}, errCorrupt
+	}
+	v := emailView{flags: rec[1], id: rec[2:18], ckey: rec[18:26]}
+	rest := rec[emailFixedLen:]
+	for _, f := range []*[]byte{&v.to, &v.from, &v.fromName, &v.subject} {
+		var ok bool
+		if *f, rest, ok = cutString(rest); !ok {
+			return emailView{}, errCorrupt
+		}
+	}
+	if v.flags&flagHasSubject == 0 {
+		v.subject = nil
+	}
+	return v, nil
+}
+
+// email returns the Email of the record at key, without its body.
+func (v *emailView) email(key []byte) storage.Email {
+	e := storage.Email{
+		ID:         uuid.UUID(v.id).String(),
+		To:         string(v.to),
+		From:       string(v.from),
+		FromName:   string(v.fromName),
+		ReceivedAt: keyTime(key),
+		Read:       v.flags&flagRead != 0,
+	}
+	if v.subject != nil {
+		s := string(v.subject)
+		e.Subject = &s
+	}
+	return e
+}
+
+// decodeEmail decodes an email record (without its body) and returns the key
+// of its content record.
+func decodeEmail(key, rec []byte) (storage.Email, []byte, error) {
+	v, err := viewEmail(rec)
+	if err != nil || len(key) < 17 {
+		return storage.Email{}, nil, errCorrupt
+	}
+	return v.email(key), bytes.Clone(v.ckey), nil
+}
+
+// recordContentKey returns the content key of an email record.
+func recordContentKey(rec []byte) []byte { return rec[18:26] }
+
+// recordID returns the id of an email record.
+func recordID(rec []byte) []byte { return rec[2:18] }
+
+// encodeContent returns the content record of msg, stored for refs emails,
+// and its raw value.
+func encodeContent(refs int, msg *storage.Message) (rec, raw []byte) {
+	flags := byte(flagCompact)
+	body := ""
+	if msg.Body != nil {
+		flags |= flagHasBody
+		body = *msg.Body
+	}
+	// hot is the text and the body section, decoded: the dictionary of
+	// the body section (the text) and of the raw value (all of it).
+	hot := storage.AppendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
+	text := hot[:len(hot):len(hot)]
+	hot = appendString(hot, body)
+	// Header fields as given: the raw source, compressed with hot as its
+	// dictionary, holds them in the same case.
+	hot = appendHeaders(hot, msg.Headers)
+	section := hot[len(text):]
+
+	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(text))+s2.MaxEncodedLen(len(section))), uint64(refs))
+	rec = append(rec, flags)
+	// The text is decoded far more often than it is encoded, and the
+	// better encoder saves 3% of it: with two hot sections a page, that
+	// is enough to keep most pairs in one (docs/performance.md).
+	rec = appendBytes(rec, s2.EncodeBetter(nil, text))
+	rec = append(rec, encodeSection(text, section)...)
+	return rec, encodeCold(hot, msg)
+}
+
+// appendHeaders appends a header section: uvarint(number of fields), then
+// uvarint-prefixed name and value of each.
+func appendHeaders(b []byte, hs []storage.Header) []byte {
+	b = binary.AppendUvarint(b, uint64(len(hs)))
+	for _, h := range hs {
+		b = appendString(b, h.Name)
+		b = appendString(b, h.Value)
+	}
+	return b
+}
+
+// encodeSection compresses the body section with the text as its
+// dictionary. s2's dictionary encoder is young (no assembly, little use)
+// and its output is the only copy of the body: so encodeSection decodes it
+// once, and if that does not give the section back it compresses without
+// the dictionary, which decodes with or without one.
+func encodeSection(text, section []byte) []byte {
+	d := textDict(text)
+	if d == nil {
+		return s2.Encode(nil, section)
+	}
+	enc := d.Encode(nil, section)
+	if dec, err := d.Decode(nil, enc); err != nil || !bytes.Equal(dec, section) {
+		return s2.Encode(nil, section)
+	}
+	return enc
+}
+
+// textDict returns the s2 dictionary of a body section: the search text,
+// or its last s2.MaxDictSize bytes; nil when it is too short to be one.
+func textDict(text []byte) *s2.Dict {
+	if len(text) < s2.MinDictSize {
+		return nil
+	}
+	if len(text) > s2.MaxDictSize {
+		text = text[len(text)-s2.MaxDictSize:]
+	}
+	return s2.MakeDictManual(text, 0)
+}
+
+// coldDictID names the dictionary of raw values in their zstd frames.
+const coldDictID = 1
+
+// minColdDict is the shortest hot section used as a dictionary.
+const minColdDict = 16
+
+// coldWindow is the zstd window of raw values: enough to reach from any
+// part of a message's cold section to its dictionary, unless the message is
+// huge. The default (8 MB) made each encoder 9 MB; this one, 1.7 MB.
+const coldWindow = 128 << 10
+
+// zstd coders are costly to make (their tables and window take 1.7 MB) and
+// cheap to reset: a few are kept for reuse, in free lists that a garbage
+// collection does not empty (as it empties a sync.Pool), so that ingest
+// does not make new ones at every cycle.
+var (
+	coldEncoders = make(chan *zstd.Encoder, 4)
+	coldDecoders = make(chan *zstd.Decoder, 2)
+)
+
+func getColdEncoder() *zstd.Encoder {
+	select {
+	case e := <-coldEncoders:
+		return e
+	default:
+	}
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(coldWindow),
+		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		panic(err) // only invalid options fail, and these are constant
+	}
+	return e
+}
+
+func putColdEncoder(e *zstd.Encoder) {
+	select {
+	case coldEncoders <- e:
+	default:
+	}
+}
+
+func getColdDecoder() *zstd.Decoder {
+	select {
+	case d := <-coldDecoders:
+		return d
+	default:
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+func putColdDecoder(d *zstd.Decoder) {
+	select {
+	case coldDecoders <- d:
+	default:
+	}
+}
+
+// encodeCold returns the raw value of msg: its cold section, compressed
+// by zstd with hot (the text and body section) as a raw dictionary, which
+// the raw source mostly repeats.
+func encodeCold(hot []byte, msg *storage.Message) []byte {
+	head := make([]byte, 0, 16+len(msg.Plain)+64*len(msg.Links))
+	head = appendString(head, msg.Plain)
+	head = binary.AppendUvarint(head, uint64(len(msg.Links)))
+	for _, l := range msg.Links {
+		head = appendString(head, l)
+	}
+
+	e := getColdEncoder()
+	defer putColdEncoder(e)
+	// Always a dictionary: an encoder that changes between none and one
+	// rebuilds its tables.
+	if err := e.ResetWithOptions(nil, zstd.WithEncoderDictRaw(coldDictID, coldDict(hot))); err != nil {
+		panic(err) // a raw dictionary of any content is valid
+	}
+	out := make([]byte, 0, (len(head)+len(msg.Raw))/2+64)
+	if len(msg.Raw) < splitCold {
+		return e.EncodeAll(append(head, msg.Raw...), out)
+	}
+	// A large source is a frame of its own, after the frame of the rest:
+	// the decoder joins the frames, and the source is not copied once
+	// more only to be compressed.
+	return e.EncodeAll(msg.Raw, e.EncodeAll(head, out))
+}
+
+// splitCold is the size of source from which encodeCold compresses it as
+// a frame of its own: below it, one frame costs one dictionary reset
+// rather than two, and copying the source costs less.
+const splitCold = 256 << 10
+
+// coldDict returns the dictionary of a raw value: its hot section, or a
+// constant one for a hot section too short to serve.
+func coldDict(hot []byte) []byte {
+	if len(hot) < minColdDict {
+		return []byte("burner: a message without text")
+	}
+	return hot
+}
+
+// content is a decoded content record. Its slices point into the record or
+// into the buffer it was decoded to; List copies a body only once the
+// email matches.
+type content struct {
+	text    []byte // case-folded search text
+	body    []byte // nil when the message has none
+	headers []byte // the encoded header section, for matchHeader
+	hot     []byte // a compact record's text and body section, decoded: the dictionary of its raw value
+	plain   []byte // old records only: compact ones keep it in the raw value
+	links   []byte // old records only: the encoded links section
+
+	hasBody bool
+	section []byte // a compact record's body section, still compressed (nil once decoded)
+}
+
+// decodeContent decodes a content record, into new buffers.
+func decodeContent(rec []byte) (content, error) {
+	c, buf, err := decodeText(rec, nil)
+	if err != nil {
+		return content{}, err
+	}
+	_, err = c.decodeSection(buf)
+	return c, err
+}
+
+// decodeText decodes the search text of a content record into buf, grown
+// as needed, and returns buf: a body filter reads nothing more. The rest
+// is decoded by decodeSection. An old record is decoded whole, in place.
+func decodeText(rec, buf []byte) (content, []byte, error) {
+	_, w := binary.Uvarint(rec)
+	if w <= 0 || len(rec) < w+1 {
+		return content{}, buf, errCorrupt
+	}
+	flags := rec[w]
+	rest := rec[w+1:]
+	c := content{hasBody: flags&flagHasBody != 0}
+	if flags&flagCompact == 0 {
+		err := c.decodeOld(rest)
+		return c, buf, err
+	}
+	block, section, ok := cutString(rest)
+	if !ok {
+		return content{}, buf, errCorrupt
+	}
+	n, err := s2.DecodedLen(block)
+	if err != nil {
+		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	if cap(buf) < n {
+		buf = make([]byte, 0, 2*n+4096) // room for the section after it
+	}
+	if c.text, err = s2.Decode(buf[:cap(buf)], block); err != nil {
+		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	c.section = section
+	return c, buf, nil
+}
+
+// decodeOld decodes the rest of an old record: after its flags, a
+// uvarint-prefixed body, the header section, a uvarint-prefixed plain
+// text, the links section and the search text to the end.
+func (c *content) decodeOld(rest []byte) error {
+	var ok bool
+	if c.body, rest, ok = cutString(rest); !ok {
+		return errCorrupt
+	}
+	if c.headers, rest, ok = cutHeaders(rest); !ok {
+		return errCorrupt
+	}
+	if c.plain, rest, ok = cutString(rest); !ok {
+		return errCorrupt
+	}
+	if c.links, rest, ok = cutLinks(rest); !ok {
+		return errCorrupt
+	}
+	c.text = rest
+	if !c.hasBody {
+		c.body = nil
+	}
+	return nil
+}
+
+// decodeSection decodes the body and headers of a compact record after its
+// text, which decodeText left at the start of buf, and returns buf (grown
+// when it had no room). It does nothing for an old record.
+func (c *content) decodeSection(buf []byte) ([]byte, error) {
+	if c.section == nil {
+		return buf, nil
+	}
+	n, err := s2.DecodedLen(c.section)
+	if err != nil {
+		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	t := len(c.text)
+	if cap(buf) < t+n {
+		grown := make([]byte, t, t+n+4096)
+		copy(grown, c.text)
+		buf, c.text = grown, grown[:t:t]
+	}
+	var dec []byte
+	if d := textDict(c.text); d != nil {
+		dec, err = d.Decode(buf[t:cap(buf)], c.section)
+	} else {
+		dec, err = s2.Decode(buf[t:cap(buf)], c.section)
+	}
+	if err != nil {
+		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	var ok bool
+	rest := dec
+	if c.body, rest, ok = cutString(rest); !ok {
+		return buf, errCorrupt
+	}
+	if c.headers, rest, ok = cutHeaders(rest); !ok || len(rest) != 0 {
+		return buf, errCorrupt
+	}
+	if !c.hasBody {
+		c.body = nil
+	}
+	c.hot = buf[:t+len(dec)]
+	c.section = nil
+	return buf, nil
+}
+
+// cutHeaders returns the header section at the start of b and what follows.
+func cutHeaders(b []byte) (section, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil, false
+	}
+	rest = b[w:]
+	for range 2 * n {
+		if _, rest, ok = cutString(rest); !ok {
+			return nil, nil, false
+		}
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// cutLinks returns the links section at the start of b and what follows.
+func cutLinks(b []byte) (section, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil, false
+	}
+	rest = b[w:]
+	for range n {
+		if _, rest, ok = cutString(rest); !ok {
+			return nil, nil, false
+		}
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// cold is what a message's raw value holds beyond the hot section.
+type cold struct {
+	plain []byte
+	links []byte // the encoded links section, for decodeLinks
+	raw   []byte // the message as received
+}
+
+// decodeCold decodes the raw value v of the content c, which decodeContent
+// decoded. The slices it returns are new (a compact record) or point into
+// v (an old one, whose raw value is the message itself).
+func decodeCold(c *content, v []byte) (cold, error) {
+	if c.hot == nil {
+		return cold{plain: c.plain, links: c.links, raw: v}, nil
+	}
+	d := getColdDecoder()
+	defer putColdDecoder(d)
+	if err := d.ResetWithOptions(nil, zstd.WithDecoderDictRaw(coldDictID, coldDict(c.hot))); err != nil {
+		return cold{}, err
+	}
+	dec, err := d.DecodeAll(v, nil)
+	if err != nil {
+		return cold{}, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	var (
+		out cold
+		ok  bool
+	)
+	if out.plain, dec, ok = cutString(dec); !ok {
+		return cold{}, errCorrupt
+	}
+	if out.links, out.raw, ok = cutLinks(dec); !ok {
+		return cold{}, errCorrupt
+	}
+	return out, nil
+}
+
+// decodeLinks decodes a links section that cutLinks has checked.
+func decodeLinks(section []byte) []string {
+	n, w := binary.Uvarint(section)
+	rest := section[w:]
+	links := make([]string, 0, n)
+	for range n {
+		var l []byte
+		l, rest, _ = cutString(rest)
+		links = append(links, string(l))
+	}
+	return links
+}
+
+// contentRefs returns the reference count of a content record and the
+// length of its encoding.
+func contentRefs(rec []byte) (uint64, int) { return binary.Uvarint(rec) }
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// cutString returns the uvarint-prefixed string at the start of b (a slice
+// into b with its capacity capped) and what follows it.
+func cutString(b []byte) (s, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, false
+	}
+	end := w + int(n)
+	return b[w:end:end], b[end:], true
+}
+
+// bodyString copies a body out of a transaction; nil stays nil.
+func bodyString(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// matchHeaders reports whether a field of a header section that
+// cutHeaders has checked matches m's header filter.
+func matchHeaders(m *storage.Matcher, section []byte) bool {
+	n, w := binary.Uvarint(section)
+	rest := section[w:]
+	for range n {
+		var name, value []byte
+		name, rest, _ = cutString(rest)
+		value, rest, _ = cutString(rest)
+		if m.MatchHeader(name, value) {
+			return true
+		}
+	}
+	return false
+}
+
+var errCorrupt = errors.New("storage: corrupt record")

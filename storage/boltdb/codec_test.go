@@ -1,0 +1,143 @@
+package boltdb
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"burner/storage"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestContentRoundTrip stores messages at the edges of the compact
+// encoding and reads every part back; TestNewsletterRoundTrip does the same
+// for a realistic one.
+func TestContentRoundTrip(t *testing.T) {
+	db := openDB(t, Options{})
+	long := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 2000) // 114 KB
+	for _, msg := range []*storage.Message{
+		{Raw: []byte("x")},
+		{Subject: ptr("s"), Body: ptr(""), Text: "", Raw: []byte{}},
+		{Subject: ptr("short"), Body: ptr("<p>hi</p>"), Text: "hi", Plain: "hi", Raw: []byte("Subject: short\r\n\r\nhi\r\n")},
+		{Subject: ptr("long"), Body: ptr("<p>" + long + "</p>"), Text: long + "\n" + long, Plain: long,
+			Links: []string{"https://a.test/", "mailto:b@c.test"}, Headers: []storage.Header{{Name: "X-Test-Run", Value: "Run 42"}, {Name: "Subject", Value: "long"}},
+			Raw: []byte("Subject: long\r\n\r\n" + long + long)},
+	} {
+		roundTrip(t, db, msg)
+	}
+	for _, q := range []storage.Query{
+		{Body: "DOLOR SIT"}, {Terms: []string{"long", "adipiscing"}}, {Header: &storage.Header{Name: "x-test-run", Value: "RUN 42"}},
+	} {
+		q.LocalPart = "r"
+		if got := list(t, db, q); !equal(got, []string{"long"}) {
+			t.Errorf("List(%+v) = %q, want [long]", q, got)
+		}
+	}
+}
+
+// encodeOldContent is the content record of the layout before compression
+// (records.go): files written then must read the same.
+func encodeOldContent(refs int, msg *storage.Message) []byte {
+	var flags byte
+	body := ""
+	if msg.Body != nil {
+		flags |= flagHasBody
+		body = *msg.Body
+	}
+	b := binary.AppendUvarint(nil, uint64(refs))
+	b = append(b, flags)
+	b = appendString(b, body)
+	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
+	for _, h := range msg.Headers {
+		b = appendString(b, strings.ToLower(h.Name))
+		b = appendString(b, storage.Fold(h.Value))
+	}
+	b = appendString(b, msg.Plain)
+	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
+	for _, l := range msg.Links {
+		b = appendString(b, l)
+	}
+	return append(b, storage.Fold(msg.Text)...)
+}
+
+func TestOldRecordsRead(t *testing.T) {
+	db := openDB(t, Options{})
+	msg := &storage.Message{From: "a@b.c", FromName: "Ann", Subject: ptr("Old times"), Body: ptr("<p>Hello <b>World</b></p>"),
+		Text: "Hello World\nhttps://old.test/x", Plain: "Hello World", Links: []string{"https://old.test/x"},
+		Headers: []storage.Header{{Name: "X-Test-Run", Value: "Legacy 7"}}, Raw: []byte("Subject: Old times\r\n\r\nHello World\r\n")}
+	got, err := db.Deliver(context.Background(), msg, []string{"old@x.org", "older@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the message as the old layout stored it.
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketContents)
+		k, _ := c.Cursor().First()
+		if err := c.Put(k, encodeOldContent(2, msg)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketRaw).Put(k, msg.Raw)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := db.Email(context.Background(), got[0].ID)
+	if err != nil || e.Body == nil || *e.Body != *msg.Body {
+		t.Errorf("Email of an old record = %+v, %v", e, err)
+	}
+	if raw, err := db.Raw(context.Background(), got[0].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
+		t.Errorf("Raw of an old record = %q, %v", raw, err)
+	}
+	if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) {
+		t.Errorf("Content of an old record = %+v, %v", c, err)
+	}
+	for _, q := range []storage.Query{
+		{}, {Body: "hello world"}, {Terms: []string{"ann", "WORLD"}}, {Header: &storage.Header{Name: "X-TEST-RUN", Value: "legacy"}}, {Subject: "TIMES"},
+	} {
+		q.LocalPart = "old"
+		if got := list(t, db, q); !equal(got, []string{"Old times"}) {
+			t.Errorf("List(%+v) of an old record = %q, want [Old times]", q, got)
+		}
+	}
+	// Deleting one copy rewrites the reference count of the old record.
+	if err := db.Delete(context.Background(), got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := db.Raw(context.Background(), got[1].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
+		t.Errorf("Raw of the other copy = %q, %v", raw, err)
+	}
+}
+
+// roundTrip delivers msg to r@x.org and checks that its body, raw source,
+// plain text and links read back as stored.
+func roundTrip(t *testing.T, db *DB, msg *storage.Message) {
+	t.Helper()
+	got, err := db.Deliver(context.Background(), msg, []string{"r@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := got[0].ID
+	e, err := db.Email(context.Background(), id)
+	if err != nil || (e.Body == nil) != (msg.Body == nil) || e.Body != nil && *e.Body != *msg.Body {
+		t.Errorf("Email(%s).Body = %.40q, %v; want %.40q", id, deref(e.Body), err, deref(msg.Body))
+	}
+	raw, err := db.Raw(context.Background(), id)
+	if err != nil || !bytes.Equal(raw, msg.Raw) {
+		t.Errorf("Raw(%s) = %d bytes, %v; want the %d stored", id, len(raw), err, len(msg.Raw))
+	}
+	c, err := db.Content(context.Background(), id)
+	if err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) || len(c.Links) != len(msg.Links) {
+		t.Errorf("Content(%s) = %.40q %q, %v; want %.40q %q", id, c.Plain, c.Links, err, msg.Plain, msg.Links)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

@@ -1,0 +1,139 @@
+package boltdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"burner/storage"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestAttachmentsDeletedWithMessage checks that the index lives as long as
+// the message: one recipient's delete keeps it for the other, the last
+// delete removes it, and Check finds the file sound throughout.
+func TestAttachmentsDeletedWithMessage(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, Options{})
+	es := deliver(t, db, "files", "alice@x.org", "bob@x.org")
+	other := deliver(t, db, "other", "carol@x.org")
+	for _, e := range []storage.Email{es[0], other[0]} {
+		if err := db.PutAttachments(ctx, e.ID, storage.Attachments{Files: []storage.Attachment{{Filename: "a.bin", Size: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexes := func() int {
+		t.Helper()
+		n := 0
+		db.bolt.View(func(tx *bolt.Tx) error {
+			n = tx.Bucket(bucketParts).Stats().KeyN
+			return nil
+		})
+		return n
+	}
+	checkSound := func(when string) {
+		t.Helper()
+		if r, err := db.Check(ctx); err != nil || !r.OK() {
+			t.Errorf("Check %s = %+v, %v; want a sound file", when, r.Problems, err)
+		}
+	}
+	checkSound("with two indexes")
+	if err := db.Delete(ctx, es[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.Attachments(ctx, es[1].ID); !ok || err != nil || indexes() != 2 {
+		t.Errorf("after deleting one copy: Attachments(bob) = %v, %v with %d indexes; want it kept, 2 indexes", ok, err, indexes())
+	}
+	checkSound("after deleting one copy")
+	if err := db.Delete(ctx, es[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := indexes(); n != 1 {
+		t.Errorf("after deleting the last copy %d indexes remain, want 1 (carol's)", n)
+	}
+	checkSound("after deleting the last copy")
+	if n, err := db.Clear(ctx, "carol"); n != 1 || err != nil {
+		t.Fatalf("Clear(carol) = %d, %v", n, err)
+	}
+	if n := indexes(); n != 0 {
+		t.Errorf("after Clear %d indexes remain, want 0", n)
+	}
+}
+
+func TestCheckFindsDamagedParts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		break_ func(tx *bolt.Tx) error
+		want   string
+	}{
+		{"stray index", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketParts).Put(be64(999), encodeParts(storage.Attachments{}))
+		}, "attachment index 00000000000003e7 belongs to no message"},
+		{"damaged index", func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bucketContents).Cursor().First()
+			return tx.Bucket(bucketParts).Put(k, []byte{partsVersion, 0, 0, 0, 5})
+		}, "corrupt record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openDB(t, Options{})
+			deliver(t, db, "one", "alice@x.org")
+			if err := db.bolt.Update(tc.break_); err != nil {
+				t.Fatal(err)
+			}
+			r, err := db.Check(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), tc.want) {
+				t.Errorf("Check found %q, want a problem saying %q", r.Problems, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeParts(t *testing.T) {
+	full := encodeParts(storage.Attachments{Files: []storage.Attachment{{Filename: "a", ContentType: "b", ContentID: "c", Size: 1 << 40}}, More: 1})
+	// Every cut of a sound record is damage, never a panic or a short index.
+	for n := range len(full) {
+		if _, ok, err := decodeParts(full[:n]); ok || !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeParts(first %d of %d bytes) = %v, %v; want errCorrupt", n, len(full), ok, err)
+		}
+	}
+	if _, ok, err := decodeParts(append(full, 0)); ok || !errors.Is(err, errCorrupt) {
+		t.Errorf("decodeParts with a trailing byte = %v, %v; want errCorrupt", ok, err)
+	}
+	// A count of files the record cannot hold is refused before allocating.
+	if _, _, err := decodeParts([]byte{partsVersion, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}); !errors.Is(err, errCorrupt) {
+		t.Errorf("decodeParts of a huge count = %v, want errCorrupt", err)
+	}
+	// Another version reads as no index, to be computed again.
+	other := append([]byte{partsVersion + 1}, full[1:]...)
+	if a, ok, err := decodeParts(other); ok || err != nil {
+		t.Errorf("decodeParts of version %d = %+v, %v, %v; want no index and no error", partsVersion+1, a, ok, err)
+	}
+	if got := fmt.Sprintf("%x", encodeParts(storage.Attachments{Partial: true, Rules: 2, More: 300})); got != "010102ac0200" {
+		t.Errorf("encodeParts = %s, want 010102ac0200 (the documented layout)", got)
+	}
+}
+
+func TestPutAttachmentsFull(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, Options{MaxBytes: 1 << 20})
+	es := deliver(t, db, "files", "alice@x.org")
+	big := storage.Attachments{Files: make([]storage.Attachment, 2000)}
+	for i := range big.Files {
+		big.Files[i].Filename = strings.Repeat("n", 1000)
+	}
+	if err := db.PutAttachments(ctx, es[0].ID, big); !errors.Is(err, storage.ErrFull) {
+		t.Errorf("PutAttachments of a 2 MB index into a 1 MiB file = %v, want ErrFull", err)
+	}
+	if _, ok, err := db.Attachments(ctx, es[0].ID); ok || err != nil {
+		t.Errorf("Attachments after a refused Put = %v, %v; want none stored", ok, err)
+	}
+	if err := db.PutAttachments(ctx, es[0].ID, storage.Attachments{Files: big.Files[:1]}); err != nil {
+		t.Errorf("PutAttachments of a small index = %v, want it stored", err)
+	}
+}

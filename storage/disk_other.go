@@ -1,7 +1,0 @@
-//go:build !(linux || darwin || freebsd)
-
-package storage
-
-// diskFree cannot tell on this system: only the data file's cap
-// (Options.MaxBytes) is checked before a delivery.
-func diskFree(string) (free int64, ok bool) { return 0, false }

@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestAppendFold(t *testing.T) {
+	for _, s := range []string{
+		"", "plain ascii", "MiXeD Case 123", "Straße STRASSE", "ΣΊΣΥΦΟΣ ς", "ﬁ ligature", "İstanbul",
+		"K\u212a Kelvin", "emoji 😀 and Ⅻ", "\xff\xfe invalid \xc3", "ǅ titlecase", "ａｂｃ ＡＢＣ",
+	} {
+		if got, want := string(AppendFold(nil, s)), Fold(s); got != want {
+			t.Errorf("appendFold(%q) = %q, want fold's %q", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendFold(f *testing.F) {
+	f.Add("Straße")
+	f.Add("ΣΊΣΥΦΟΣ")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(AppendFold([]byte("x"), s)), "x"+Fold(s); got != want {
+			t.Fatalf("appendFold(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+func TestAppendSearchText(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"", ""},
+		{"One\nTwo", "one\ntwo"},
+		// The plain part repeats the text of the HTML, wrapped otherwise.
+		{"Hello Alice,\nYour order has shipped. Track it.\nhttps://x.test/1\nHello Alice,\n\nYour order has\nshipped. Track it: https://x.test/1",
+			"hello alice,\nyour order has shipped. track it.\nhttps://x.test/1\nshipped. track it: https://x.test/1"},
+		{"a\n\n\nb\na", "a\nb"},
+	} {
+		if got := string(AppendSearchText(nil, tc.text)); got != tc.want {
+			t.Errorf("appendSearchText(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	// Many distinct short lines: bounded work, every line kept.
+	var b strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&b, "%x\n", i*7919)
+	}
+	got := AppendSearchText(nil, b.String())
+	if n := bytes.Count(got, []byte("\n")); n < 150_000 {
+		t.Errorf("appendSearchText of 200,000 distinct lines kept %d", n+1)
+	}
+}
+
+// TestFoldConcurrently: fold shares one Caser between goroutines, which is
+// safe only while x/text's Fold keeps no state; -race says if that changes.
+func TestFoldConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if got := Fold("Straße ÅNGSTRÖM"); got != "strasse ångström" {
+					t.Errorf("fold = %q", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

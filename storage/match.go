@@ -1,0 +1,122 @@
+package storage
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Matcher decides whether an email matches the filters of a Query:
+// subject, body, search terms and header (SPEC §4, §5). Every engine lets
+// it decide, so that they agree byte for byte; an engine may prefilter
+// (an index, SQL) as long as it never drops an email the Matcher takes.
+//
+// It holds the filters, folded once, and the buffers it folds an email's
+// fields into, so it is used by one goroutine at a time: a parallel scan
+// makes one per goroutine.
+type Matcher struct {
+	subject, body []byte
+	terms         [][]byte
+	header        *Header // name lower-cased, value folded
+
+	subjectBuf, nameBuf, fromBuf []byte // the fields of the email at hand, folded
+	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
+}
+
+// NewMatcher returns the Matcher of q's filters.
+func NewMatcher(q Query) *Matcher {
+	m := &Matcher{}
+	if q.Subject != "" {
+		m.subject = []byte(Fold(q.Subject))
+	}
+	if q.Body != "" {
+		m.body = []byte(Fold(q.Body))
+	}
+	for _, t := range q.Terms {
+		if t != "" {
+			m.terms = append(m.terms, []byte(Fold(t)))
+		}
+	}
+	if q.Header != nil {
+		m.header = &Header{Name: strings.ToLower(q.Header.Name), Value: Fold(q.Header.Value)}
+	}
+	return m
+}
+
+// ReadsText reports whether the filters read the search text (or the
+// headers) of every email they consider.
+func (m *Matcher) ReadsText() bool {
+	return m.body != nil || m.header != nil || len(m.terms) > 0
+}
+
+// ReadsHeaders reports whether there is a header filter (MatchHeader).
+func (m *Matcher) ReadsHeaders() bool { return m.header != nil }
+
+// MatchSubject applies the subject filter to subject, nil when the email
+// has none.
+func (m *Matcher) MatchSubject(subject []byte) bool {
+	if m.subject == nil {
+		return true
+	}
+	if subject == nil {
+		return false
+	}
+	m.subjectBuf = AppendFold(m.subjectBuf[:0], subject)
+	return bytes.Contains(m.subjectBuf, m.subject)
+}
+
+// MatchFields applies the filters that an email's own fields decide (the
+// subject; subject is nil when it has none) and folds the fields the
+// search terms look at. It reports whether the email may match, and
+// whether its text must be read to tell (MatchText).
+func (m *Matcher) MatchFields(subject, fromName, from []byte) (ok, needText bool) {
+	if !m.MatchSubject(subject) {
+		return false, false
+	}
+	needText = m.body != nil || m.header != nil
+	if len(m.terms) > 0 {
+		m.subjectBuf = AppendFold(m.subjectBuf[:0], subject)
+		m.nameBuf = AppendFold(m.nameBuf[:0], fromName)
+		m.fromBuf = AppendFold(m.fromBuf[:0], from)
+		for _, t := range m.terms {
+			if !m.inFields(t) {
+				needText = true // the body text must hold it
+				break
+			}
+		}
+	}
+	return true, needText
+}
+
+func (m *Matcher) inFields(t []byte) bool {
+	return bytes.Contains(m.subjectBuf, t) || bytes.Contains(m.nameBuf, t) || bytes.Contains(m.fromBuf, t)
+}
+
+// MatchText applies the body filter and the search terms, after a
+// MatchFields of the same email that asked for its text. text is the
+// email's search text (AppendSearchText). With ReadsHeaders, the email
+// also needs a field that MatchHeader takes.
+func (m *Matcher) MatchText(text []byte) bool {
+	if m.body != nil && !bytes.Contains(text, m.body) {
+		return false
+	}
+	for _, t := range m.terms {
+		if !m.inFields(t) && !bytes.Contains(text, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchHeader reports whether a header field, its name and value as
+// received (or already lower-cased and folded: folding is idempotent),
+// is one the header filter asks for: named m.header.Name in any case,
+// with a value that holds m.header.Value case-folded. An email matches
+// when one of its fields does.
+func (m *Matcher) MatchHeader(name, value []byte) bool {
+	m.hnameBuf = appendLower(m.hnameBuf[:0], name)
+	if string(m.hnameBuf) != m.header.Name {
+		return false
+	}
+	m.hvalueBuf = AppendFold(m.hvalueBuf[:0], value)
+	return bytes.Contains(m.hvalueBuf, []byte(m.header.Value))
+}

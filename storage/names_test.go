@@ -1,0 +1,54 @@
+package storage
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestValidLocalPart(t *testing.T) {
+	for s, want := range map[string]bool{
+		"alice": true, "A.b-c_d+e": true, "0": true,
+		"": false, "a b": false, "a@b": false, "ä": false, "a/b": false, "a\"b": false,
+	} {
+		if got := ValidLocalPart(s); got != want {
+			t.Errorf("ValidLocalPart(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestParseIDCanonicalOnly(t *testing.T) {
+	const id = "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"
+	if u, err := ParseID(id); err != nil || u.String() != id {
+		t.Errorf("ParseID(%q) = %v, %v", id, u, err)
+	}
+	for _, bad := range []string{"", "junk", "urn:uuid:" + id, "{" + id + "}", "8b0e2f0e6d7c4b1a9c395c2f0c4d8e11"} {
+		if _, err := ParseID(bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("ParseID(%q): %v, want ErrNotFound", bad, err)
+		}
+	}
+}
+
+func TestNotifierForgetsWokenInboxes(t *testing.T) {
+	var n Notifier
+	a, b := n.Changed("Alice"), n.Changed("bob")
+	if n.Changed("alice") != a {
+		t.Error("Changed(Alice) and Changed(alice) differ")
+	}
+	n.Notify(InboxName("ALICE"))
+	select {
+	case <-a:
+	default:
+		t.Error("Notify(alice) left Changed(Alice) open")
+	}
+	select {
+	case <-b:
+		t.Error("Notify(alice) closed Changed(bob)")
+	default:
+	}
+	n.mu.Lock()
+	held := len(n.waiting)
+	n.mu.Unlock()
+	if held != 1 {
+		t.Errorf("%d inboxes held after waking alice, want 1 (bob)", held)
+	}
+}

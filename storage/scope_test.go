@@ -1,0 +1,81 @@
+package storage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseInboxPattern(t *testing.T) {
+	for in, want := range map[string]string{
+		"alice": "alice", "Alice": "alice", " CI-* ": "ci-*", "*": "*", "a.b_c-d+e": "a.b_c-d+e",
+		strings.Repeat("A", 64): strings.Repeat("a", 64), strings.Repeat("a", 64) + "*": strings.Repeat("a", 64) + "*",
+	} {
+		if got, err := ParseInboxPattern(in); err != nil || got != want {
+			t.Errorf("ParseInboxPattern(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", " ", "**", "*a", "a*b", "a**", "a@b", "a b", "é", "a\x00", strings.Repeat("a", 65), strings.Repeat("a", 65) + "*"} {
+		got, err := ParseInboxPattern(bad)
+		if !errors.Is(err, ErrBadInboxPattern) || !strings.Contains(err.Error(), "ci-*") {
+			t.Errorf("ParseInboxPattern(%q) = %q, %v; want ErrBadInboxPattern, saying what a pattern is", bad, got, err)
+		}
+	}
+}
+
+func TestScopeReaches(t *testing.T) {
+	scoped := Scope{Inboxes: []string{"alice", "ci-*"}}
+	for _, tc := range []struct {
+		scope     Scope
+		localPart string
+		want      bool
+	}{
+		{Scope{}, "anyone", true},
+		{Scope{ReadOnly: true}, "anyone", true},
+		{Scope{Inboxes: []string{"*"}}, "anyone", true},
+		{scoped, "alice", true},
+		{scoped, "ALICE", true},
+		{scoped, "alice+x", false}, // its own inbox (SPEC §4)
+		{scoped, "alic", false},
+		{scoped, "bob", false},
+		{scoped, "ci-", true},
+		{scoped, "CI-1234", true},
+		{scoped, "ci", false},
+		{scoped, "xci-1", false},
+		{scoped, "", false},
+		// ASCII folding only: the Kelvin sign is not k.
+		{Scope{Inboxes: []string{"k*"}}, "\u212a1", false},
+	} {
+		if got := tc.scope.Reaches(tc.localPart); got != tc.want {
+			t.Errorf("%+v.Reaches(%q) = %v, want %v", tc.scope, tc.localPart, got, tc.want)
+		}
+	}
+}
+
+func TestScopeEverywhere(t *testing.T) {
+	for _, tc := range []struct {
+		scope Scope
+		want  bool
+	}{
+		{Scope{}, true},
+		{Scope{ReadOnly: true}, true}, // metrics also asks ReadOnly, apart
+		{Scope{Inboxes: []string{"*"}}, true},
+		{Scope{Inboxes: []string{"alice", "*"}}, true},
+		{Scope{Inboxes: []string{"a*"}}, false},
+		{Scope{Inboxes: []string{"alice"}}, false},
+	} {
+		if got := tc.scope.Everywhere(); got != tc.want {
+			t.Errorf("%+v.Everywhere() = %v, want %v", tc.scope, got, tc.want)
+		}
+	}
+}
+
+func TestCleanScope(t *testing.T) {
+	got, err := CleanScope(Scope{Inboxes: []string{"B", "a*", "b", " A* "}, ReadOnly: true})
+	if err != nil || strings.Join(got.Inboxes, ",") != "b,a*" || !got.ReadOnly {
+		t.Errorf("CleanScope = %+v, %v; want b,a* read-only", got, err)
+	}
+	if _, err := CleanScope(Scope{Inboxes: []string{"ok", "not ok"}}); !errors.Is(err, ErrBadInboxPattern) || !strings.Contains(err.Error(), `"not ok"`) {
+		t.Errorf("CleanScope with a bad pattern: %v; want ErrBadInboxPattern naming it", err)
+	}
+}

@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"context"
+	"io"
+)
+
+// Deliverer is the part of a Store that takes mail in: all smtpd needs.
+type Deliverer interface {
+	// Deliver stores msg once for each recipient address in to, in one
+	// durable commit, and returns the stored emails in the order of to,
+	// each with the ReceivedAt it was stored with. Each address's local
+	// part must pass ValidLocalPart and be at most MaxLocalPart long.
+	// When Deliver returns nil the emails are durable (SPEC §2: the 250
+	// comes after it). Within an inbox, receivedAt strictly increases in
+	// commit order: an email that would not be newer than the newest of
+	// its inbox gets that time plus 1 ms (SPEC §3). An inbox past the
+	// store's per-inbox cap loses its oldest emails in the same commit.
+	// Deliver returns an error wrapping ErrFull when the store has no room.
+	Deliver(ctx context.Context, msg *Message, to []string) ([]Email, error)
+}
+
+// Store is what burner's protocols need of a store. Every engine
+// implements it, is safe for concurrent use, and passes storetest.Run.
+// Each method fails with ctx.Err() when ctx is done before it starts, and
+// wraps any error it returns with what it was doing.
+type Store interface {
+	Deliverer
+
+	// List returns the emails of q.LocalPart that match q, newest first
+	// (receivedAt descending, then reverse arrival order). The filters are
+	// decided by a Matcher (NewMatcher). With q.AfterID or q.BeforeID it
+	// returns ErrNotFound when that email does not exist or is in another
+	// inbox.
+	List(ctx context.Context, q Query) ([]Email, error)
+	// Changed returns a channel that is closed once an email for the inbox
+	// localPart has been committed after the call. A waiter takes the
+	// channel first and then lists, so that no delivery slips between.
+	Changed(localPart string) <-chan struct{}
+
+	// Email returns the email with id, or ErrNotFound (also for an id that
+	// is not in the canonical form ParseID takes).
+	Email(ctx context.Context, id string) (Email, error)
+	// Raw returns the message of email id as it was received, or ErrNotFound.
+	Raw(ctx context.Context, id string) ([]byte, error)
+	// Content returns the plain text and links of email id, or ErrNotFound.
+	Content(ctx context.Context, id string) (Content, error)
+	// MarkRead sets the read flag of email id, or returns ErrNotFound.
+	MarkRead(ctx context.Context, id string) error
+	// Delete removes email id, or returns ErrNotFound. Other recipients'
+	// copies of the same message are not touched.
+	Delete(ctx context.Context, id string) error
+	// Clear deletes every email of the inbox localPart and returns how many
+	// it deleted. It works in small steps and stops early when ctx is done.
+	Clear(ctx context.Context, localPart string) (int, error)
+
+	// Attachments returns the stored attachment index of the message of
+	// email id, and false when none is stored yet; ErrNotFound when there
+	// is no email with id.
+	Attachments(ctx context.Context, id string) (Attachments, bool, error)
+	// PutAttachments stores a as the attachment index of the message of
+	// email id, shared by every email of that message. It returns
+	// ErrNotFound when there is no email with id, and an error wrapping
+	// ErrFull when the store has no room for it. The index goes with the
+	// last email of its message.
+	PutAttachments(ctx context.Context, id string, a Attachments) error
+
+	// CreateKey makes a new API key called name (trimmed; ValidKeyName, or
+	// ErrBadKeyName) with scope, and returns it with its secret, which is
+	// never stored. The scope's patterns must pass ParseInboxPattern (or
+	// ErrBadInboxPattern); the key is stored with the scope NewKey gives
+	// it, and every method that returns the key returns that scope. It
+	// returns ErrKeyExists when the name is taken.
+	CreateKey(ctx context.Context, name string, scope Scope) (Key, string, error)
+	// Keys returns every API key, oldest first (then by name).
+	Keys(ctx context.Context) ([]Key, error)
+	// Key returns the key with id, or ErrNotFound (also once it is revoked).
+	Key(ctx context.Context, id string) (Key, error)
+	// RevokeKey deletes the key whose id, or else whose name, is idOrName,
+	// and returns it; ErrNotFound when there is none. It stops working at once.
+	RevokeKey(ctx context.Context, idOrName string) (Key, error)
+	// Authenticate returns the key whose secret is secret, or ErrNotFound,
+	// and notes its use without a write per request (SPEC §1).
+	Authenticate(ctx context.Context, secret string) (Key, error)
+
+	// Stats counts what the store holds.
+	Stats(ctx context.Context) (Stats, error)
+	// Inboxes returns every inbox that holds an email, by name.
+	Inboxes(ctx context.Context) ([]Inbox, error)
+	// Sweep applies retention: it deletes emails older than the store's
+	// maximum age and, in each inbox, the oldest beyond its cap, in small
+	// steps, and returns how many it deleted. It stops early when ctx is done.
+	Sweep(ctx context.Context) (int, error)
+	// CheckWritable fails when the store cannot take a write now, and with
+	// an error wrapping ErrFull when new mail would be refused for want of
+	// room. It may cost a durable write: callers should not run it per
+	// request.
+	CheckWritable(ctx context.Context) error
+	// Close releases the store, writing what it holds in memory (key
+	// usage). It is safe to call more than once.
+	Close() error
+}
+
+// Checker is a Store that can verify its own consistency, as bbolt's
+// check command does. `burner check` and the control socket find it by
+// type assertion.
+type Checker interface {
+	// Check reads the whole store and reports what is wrong with it. It
+	// writes nothing.
+	Check(ctx context.Context) (CheckReport, error)
+}
+
+// Snapshotter is a Store that can take a consistent copy of itself while
+// it goes on taking mail: a hot backup.
+type Snapshotter interface {
+	// Snapshot freezes a view of the whole store. Close it soon: an engine
+	// may hold back some writes until then.
+	Snapshot(ctx context.Context) (Snapshot, error)
+}
+
+// Snapshot is a frozen, consistent view of a whole store.
+type Snapshot interface {
+	// Size returns how many bytes WriteTo writes.
+	Size() int64
+	// WriteTo writes the snapshot, a complete store of Size bytes, to w.
+	io.WriterTo
+	// Close releases the snapshot. It is safe to call more than once.
+	Close() error
+}

@@ -1,0 +1,190 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"burner/storage"
+)
+
+func testKeys(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	db := open(t, Config{Now: clk.Now})
+	a, secret, err := db.CreateKey(ctx, "  ci  ", storage.Scope{})
+	if err != nil || a.Name != "ci" || !strings.HasPrefix(secret, storage.KeyPrefix) || !a.Created.Equal(clk.Now()) {
+		t.Fatalf("CreateKey(ci) = %+v, %q, %v", a, secret, err)
+	}
+	if _, _, err := db.CreateKey(ctx, "ci", storage.Scope{}); !errors.Is(err, storage.ErrKeyExists) {
+		t.Errorf("CreateKey of a taken name: %v, want ErrKeyExists", err)
+	}
+	for _, bad := range []string{"", " ", "a\nb", strings.Repeat("x", 65)} {
+		if _, _, err := db.CreateKey(ctx, bad, storage.Scope{}); !errors.Is(err, storage.ErrBadKeyName) {
+			t.Errorf("CreateKey(%q): %v, want ErrBadKeyName", bad, err)
+		}
+	}
+	clk.Advance(time.Second)
+	b, _, err := db.CreateKey(ctx, "b", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	got, err := db.Authenticate(ctx, secret)
+	if err != nil || got.ID != a.ID || !got.LastUsed.Equal(clk.Now()) {
+		t.Errorf("Authenticate = %+v, %v; want key %s used now", got, err, a.ID)
+	}
+	for _, s := range []string{"", "bnr_nope", secret + "x", strings.TrimPrefix(secret, storage.KeyPrefix)} {
+		if _, err := db.Authenticate(ctx, s); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Authenticate(%q): %v, want ErrNotFound", s, err)
+		}
+	}
+	keys, err := db.Keys(ctx)
+	if err != nil || len(keys) != 2 || keys[0].ID != a.ID || keys[1].ID != b.ID || !keys[0].LastUsed.Equal(clk.Now()) || !keys[1].LastUsed.IsZero() {
+		t.Errorf("Keys = %+v, %v; want ci (used now), then b (never used)", keys, err)
+	}
+	if k, err := db.Key(ctx, b.ID); err != nil || k.Name != "b" {
+		t.Errorf("Key(%s) = %+v, %v", b.ID, k, err)
+	}
+	if k, err := db.RevokeKey(ctx, "ci"); err != nil || k.ID != a.ID {
+		t.Errorf("RevokeKey(ci) = %+v, %v", k, err)
+	}
+	if _, err := db.Authenticate(ctx, secret); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Authenticate after revoking: %v, want ErrNotFound", err)
+	}
+	if k, err := db.RevokeKey(ctx, b.ID); err != nil || k.Name != "b" {
+		t.Errorf("RevokeKey(id) = %+v, %v", k, err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		if _, err := db.Key(ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Key(%s) after revoking: %v, want ErrNotFound", id, err)
+		}
+		if _, err := db.RevokeKey(ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("RevokeKey(%s) twice: %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	db := open(t, Config{Now: clk.Now, MaxPerInbox: 3})
+	for i := range 5 {
+		deliver(t, db, fmt.Sprint("m", i), "cap@x.org", "other@x.org")
+		clk.Advance(time.Second)
+	}
+	for _, inbox := range []string{"cap", "other"} {
+		if got := list(t, db, storage.Query{LocalPart: inbox}); !equal(got, []string{"m4", "m3", "m2"}) {
+			t.Errorf("List(%s) with a cap of 3 = %q, want the 3 newest", inbox, got)
+		}
+	}
+	// What the cap deleted is counted out too, and an inbox under it is
+	// left alone.
+	deliver(t, db, "one", "small@x.org")
+	if got := inboxCounts(t, db); fmt.Sprint(got) != "map[cap:3 other:3 small:1]" {
+		t.Errorf("Inboxes counts = %v, want cap:3 other:3 small:1", got)
+	}
+	if st, err := db.Stats(context.Background()); err != nil || st.Emails != 7 || st.Inboxes != 3 {
+		t.Errorf("Stats = %+v, %v; want 7 emails in 3 inboxes", st, err)
+	}
+}
+
+func testSweep(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
+	deliver(t, db, "old", "s@x.org", "t@x.org")
+	clk.Advance(50 * time.Minute)
+	deliver(t, db, "new", "s@x.org")
+	clk.Advance(11 * time.Minute)
+	if n, err := db.Sweep(ctx); err != nil || n != 2 {
+		t.Errorf("Sweep = %d, %v; want the 2 emails older than an hour", n, err)
+	}
+	if got := list(t, db, storage.Query{LocalPart: "s"}); !equal(got, []string{"new"}) {
+		t.Errorf("List(s) after Sweep = %q, want [new]", got)
+	}
+	if n, err := db.Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("second Sweep = %d, %v; want 0", n, err)
+	}
+	// A store at its cap (kept at delivery) gives Sweep nothing to do; a
+	// lowered cap is the engine's to test, as the cap is set at open.
+	capped := open(t, Config{Now: clk.Now, MaxPerInbox: 2})
+	for i := range 4 {
+		deliver(t, capped, fmt.Sprint("c", i), "c@x.org")
+	}
+	if n, err := capped.Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("Sweep of a store kept at its cap = %d, %v; want 0", n, err)
+	}
+	if got := list(t, capped, storage.Query{LocalPart: "c"}); !equal(got, []string{"c3", "c2"}) {
+		t.Errorf("List(c) with a cap of 2 = %q, want [c3 c2]", got)
+	}
+}
+
+// testAttachments: an index is shared by the emails of a message and goes
+// with the last of them.
+func testAttachments(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t, Config{})
+	es := deliver(t, db, "files", "a@x.org", "b@x.org")
+	if _, ok, err := db.Attachments(ctx, es[0].ID); ok || err != nil {
+		t.Errorf("Attachments before any Put = %v, %v; want none stored", ok, err)
+	}
+	idx := storage.Attachments{Files: []storage.Attachment{{Filename: "a.pdf", ContentType: "application/pdf", Size: 3}, {Filename: "b.png", ContentType: "image/png", ContentID: "cid1", Size: 0}}, More: 2, Partial: true, Rules: 7}
+	if err := db.PutAttachments(ctx, es[0].ID, idx); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := db.Attachments(ctx, es[1].ID)
+	if err != nil || !ok || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", idx) {
+		t.Errorf("Attachments of the other copy = %+v, %v, %v; want %+v", got, ok, err, idx)
+	}
+	if err := db.Delete(ctx, es[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := db.Attachments(ctx, es[1].ID); !ok || err != nil {
+		t.Errorf("Attachments after deleting one copy: %v, %v; want kept", ok, err)
+	}
+	if err := db.Delete(ctx, es[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	again := deliver(t, db, "files", "a@x.org")
+	if _, ok, err := db.Attachments(ctx, again[0].ID); ok || err != nil {
+		t.Errorf("Attachments of a new message = %v, %v; want none", ok, err)
+	}
+	for _, id := range []string{es[1].ID, "junk", "{" + again[0].ID + "}"} {
+		if _, _, err := db.Attachments(ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("Attachments(%s): %v, want ErrNotFound", id, err)
+		}
+		if err := db.PutAttachments(ctx, id, idx); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("PutAttachments(%s): %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+func testStatsAndInboxes(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1_700_000_000, 0).UTC()}
+	db := open(t, Config{Now: clk.Now})
+	if st, err := db.Stats(ctx); err != nil || st.Emails != 0 || st.Inboxes != 0 || !st.Oldest.IsZero() {
+		t.Errorf("Stats of an empty store = %+v, %v", st, err)
+	}
+	deliver(t, db, "1", "Bob@x.org", "alice@x.org")
+	clk.Advance(time.Minute)
+	deliver(t, db, "2", "alice@x.org")
+	if _, _, err := db.CreateKey(ctx, "k", storage.Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Stats(ctx)
+	if err != nil || st.Emails != 3 || st.Inboxes != 2 || st.Keys != 1 || !st.Oldest.Equal(time.Unix(1_700_000_000, 0)) {
+		t.Errorf("Stats = %+v, %v; want 3 emails, 2 inboxes, 1 key, the oldest at the start", st, err)
+	}
+	ins, err := db.Inboxes(ctx)
+	want := []storage.Inbox{{Name: "alice", Emails: 2, Newest: clk.Now()}, {Name: "bob", Emails: 1, Newest: time.Unix(1_700_000_000, 0).UTC()}}
+	if err != nil || fmt.Sprint(ins) != fmt.Sprint(want) {
+		t.Errorf("Inboxes = %v, %v; want %v", ins, err, want)
+	}
+	if err := db.CheckWritable(ctx); err != nil {
+		t.Errorf("CheckWritable: %v", err)
+	}
+}

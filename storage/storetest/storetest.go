@@ -1,0 +1,143 @@
+// Package storetest is the conformance suite of storage.Store: every
+// engine runs it from its own tests, with one line,
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Store { … })
+//	}
+//
+// and so answers as every other engine does, byte for byte.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"burner/storage"
+)
+
+// Config is what a test asks of the store it opens. The zero value means
+// the engine's defaults: the real clock, no retention, no size cap.
+type Config struct {
+	Now         func() time.Time // the clock of receivedAt and key times; time.Now when nil
+	MaxPerInbox int              // the per-inbox cap, kept at delivery and by Sweep; 0: none
+	MaxAge      time.Duration    // how old an email may grow before Sweep deletes it; 0: forever
+	MaxBytes    int64            // the size cap past which Deliver returns ErrFull; 0: none
+}
+
+// Opener opens a new, empty store configured as cfg, closed when t ends.
+type Opener func(t *testing.T, cfg Config) storage.Store
+
+// Run runs the suite against the stores open makes, one per test.
+func Run(t *testing.T, open Opener) {
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, Opener)
+	}{
+		{"DeliverAndGet", testDeliverAndGet},
+		{"ListOrderAndIsolation", testListOrderAndIsolation},
+		{"ListFilters", testListFilters},
+		{"FilterLiterals", testFilterLiterals},
+		{"ListAfterAndHeader", testListAfterAndHeader},
+		{"ListNoBody", testListNoBody},
+		{"SinceAndBefore", testSinceAndBefore},
+		{"ReceivedAtIncreases", testReceivedAtIncreases},
+		{"ReceivedAtConcurrent", testReceivedAtConcurrent},
+		{"Clear", testClear},
+		{"MarkRead", testMarkRead},
+		{"Content", testContent},
+		{"DeliverRejectsBadLocalPart", testDeliverRejectsBadLocalPart},
+		{"Changed", testChanged},
+		{"Keys", testKeys},
+		{"KeyScopes", testKeyScopes},
+		{"MaxPerInboxAtDelivery", testMaxPerInboxAtDelivery},
+		{"SweepByAgeAndCap", testSweep},
+		{"Attachments", testAttachments},
+		{"StatsAndInboxes", testStatsAndInboxes},
+		{"StatsOldestAcrossInboxes", testStatsOldestAcrossInboxes},
+		{"SweepMany", testSweepMany},
+		{"MaxBytes", testMaxBytes},
+		{"AttachmentsReplaced", testAttachmentsReplaced},
+		{"HeaderAsReceived", testHeaderAsReceived},
+		{"CanceledContext", testCanceledContext},
+		{"Closed", testClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
+	}
+}
+
+// clock is a fake clock that moves only when told to.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func ptr(s string) *string { return &s }
+
+func deliver(t testing.TB, db storage.Store, subject string, to ...string) []storage.Email {
+	t.Helper()
+	msg := &storage.Message{From: "sender@example.net", FromName: "Sender", Subject: ptr(subject), Body: ptr("<p>" + subject + "</p>"), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\nhi\r\n")}
+	got, err := db.Deliver(context.Background(), msg, to)
+	if err != nil {
+		t.Fatalf("Deliver(%q): %v", to, err)
+	}
+	return got
+}
+
+// deliverMany delivers n messages from 8 goroutines, so that an engine
+// that groups commits does; msg(i) gives the subject and recipient of the
+// i-th. Their order is not defined.
+func deliverMany(t testing.TB, db storage.Store, n int, msg func(i int) (subject, to string)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				subject, to := msg(i)
+				m := &storage.Message{Subject: ptr(subject), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\n")}
+				if _, err := db.Deliver(context.Background(), m, []string{to}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func subjects(es []storage.Email) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, *e.Subject)
+	}
+	return out
+}
+
+func list(t *testing.T, db storage.Store, q storage.Query) []string {
+	t.Helper()
+	got, err := db.List(context.Background(), q)
+	if err != nil {
+		t.Fatalf("List(%+v): %v", q, err)
+	}
+	return subjects(got)
+}
+
+func equal(a, b []string) bool {
+	return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b)
+}
