@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"burner/storage"
 )
 
 func newBackupCmd() *cobra.Command {
@@ -167,6 +170,23 @@ func newStatsCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, the data file)\noldest email\t%s\nkeys\t%d\n",
 					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), oldest, s.Keys)
+				// SPEC §9: the webhook events waiting, for a store that keeps them.
+				if ob, ok := st.(interface {
+					Waiting(context.Context) ([]storage.HookWaiting, error)
+				}); ok {
+					ws, err := ob.Waiting(cmd.Context())
+					switch {
+					case errors.Is(err, errors.ErrUnsupported): // a server whose store keeps none
+					case err != nil:
+						return err
+					case len(ws) == 0:
+						fmt.Fprintf(tw, "webhook events\tnone waiting\n")
+					}
+					for _, w := range ws {
+						fmt.Fprintf(tw, "webhook %s\t%d waiting, oldest received %s (%s ago)\n", w.Hook, w.Events,
+							w.Oldest.UTC().Format(time.RFC3339), time.Since(w.Oldest).Round(time.Second))
+					}
+				}
 				return tw.Flush()
 			})
 		},

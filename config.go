@@ -12,6 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
+
+	"burner/server"
 )
 
 // Config is burner's configuration; config.example.toml documents each key.
@@ -22,6 +24,19 @@ type Config struct {
 	Retention RetentionConfig `toml:"retention"`
 	UI        UIConfig        `toml:"ui"`
 	Log       LogConfig       `toml:"log"`
+	Webhooks  []WebhookConfig `toml:"webhooks"`
+}
+
+// WebhookConfig is one [[webhooks]] entry (SPEC §9).
+type WebhookConfig struct {
+	URL     string   `toml:"url"`
+	Inboxes []string `toml:"inboxes"`
+	Secret  string   `toml:"secret"`
+}
+
+// webhook returns the entry as the server takes it.
+func (w WebhookConfig) webhook() server.Webhook {
+	return server.Webhook{URL: w.URL, Inboxes: w.Inboxes, Secret: w.Secret}
 }
 
 type SMTPConfig struct {
@@ -228,6 +243,16 @@ func (c Config) validate() error {
 	}
 	if _, err := c.Log.level(); err != nil {
 		errs = append(errs, err)
+	}
+	urls := make(map[string]int)
+	for i, w := range c.Webhooks {
+		for _, err := range w.webhook().Check() {
+			errs = append(errs, fmt.Errorf("webhooks[%d].%w", i, err))
+		}
+		if j, ok := urls[w.URL]; ok {
+			errs = append(errs, fmt.Errorf("webhooks[%d].url: the same as webhooks[%d]'s; give one entry all its inboxes", i, j))
+		}
+		urls[w.URL] = i
 	}
 	// Sorted, so that the same file always gives the same message.
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })

@@ -33,6 +33,24 @@ func TestConfigExample(t *testing.T) {
 			t.Errorf("config.example.toml does not document %q", key)
 		}
 	}
+	// An array of tables has no default entry: the example shows one,
+	// commented out, with every key.
+	ct := reflect.TypeOf(Config{})
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		if f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		name := f.Tag.Get("toml")
+		if !regexp.MustCompile(`(?m)^# \[\[` + name + `\]\]`).Match(raw) {
+			t.Errorf("config.example.toml does not show a commented [[%s]] entry", name)
+		}
+		for _, key := range tomlKeys(f.Type.Elem()) {
+			if !regexp.MustCompile(`(?m)^# ` + key + ` = `).Match(raw) {
+				t.Errorf("config.example.toml does not document %s.%s", name, key)
+			}
+		}
+	}
 }
 
 // tomlKeys returns the toml names of the leaf fields of a config struct.
@@ -43,6 +61,9 @@ func tomlKeys(t reflect.Type) []string {
 		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(duration{}) {
 			keys = append(keys, tomlKeys(f.Type)...)
 			continue
+		}
+		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+			continue // an array of tables: TestConfigExample checks its commented entry
 		}
 		keys = append(keys, f.Tag.Get("toml"))
 	}
@@ -79,6 +100,11 @@ func TestLoadConfig(t *testing.T) {
 		{"[http]\nmax_query_bytes = 0\n", "http.max_query_bytes"},
 		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
 		{"data = \n", "config"},
+		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].url: \"ftp://x\" is not"},
+		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].inboxes: inbox pattern \"a*b\""},
+		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].secret: must be whsec_"},
+		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[1].secret: after whsec_"},
+		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[2].url: the same as webhooks[1]"},
 	} {
 		_, err := runCmd(t, "keys", "list", "--config", writeConfig(t, tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

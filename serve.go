@@ -69,7 +69,8 @@ type app struct {
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
-	smtpDown              atomic.Bool // the SMTP server has stopped serving
+	webhooks              *server.Webhooks // nil for a store that keeps no outbox
+	smtpDown              atomic.Bool      // the SMTP server has stopped serving
 
 	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
 	hup                chan os.Signal // SIGHUP, from start until run returns
@@ -131,10 +132,17 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			a.close()
 		}
 	}()
+	webhooks := make([]server.Webhook, len(cfg.Webhooks))
+	hooks := make([]storage.Hook, len(cfg.Webhooks))
+	for i, w := range cfg.Webhooks {
+		webhooks[i] = w.webhook()
+		hooks[i] = webhooks[i].Hook()
+	}
 	db, err := boltdb.Open(cfg.Data, boltdb.Options{
 		MaxAge:      cfg.Retention.MaxAge.Duration,
 		MaxPerInbox: cfg.Retention.MaxPerInbox,
 		MaxBytes:    cfg.Retention.MaxBytes,
+		Hooks:       hooks,
 		Log:         log.With("component", "storage"),
 	})
 	if err != nil {
@@ -178,6 +186,16 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		Name: "burner_sweeper_deleted_total", Help: "Emails deleted by retention.",
 	})
 	reg.MustRegister(a.sweptTotal)
+	if ob, ok := a.db.(storage.Outbox); ok {
+		node, _ := os.Hostname()
+		a.webhooks, err = server.NewWebhooks(ob, server.WebhookOptions{Hooks: webhooks, Node: node, Metrics: reg},
+			log.With("component", "webhooks"))
+		if err != nil {
+			return nil, err
+		}
+	} else if len(webhooks) > 0 {
+		return nil, fmt.Errorf("webhooks: the store %s keeps no webhook events", cfg.Data)
+	}
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
 		Hostname:        cfg.SMTP.Hostname,
@@ -264,6 +282,15 @@ func (a *app) run(ctx context.Context) error {
 	swept, reloaded := make(chan struct{}), make(chan struct{})
 	go func() { defer close(swept); a.sweep(bgCtx) }()
 	go func() { defer close(reloaded); a.reloadOnHUP(bgCtx) }()
+	// Webhooks go out after the 250s, never in their way (SPEC §9); the
+	// worker lets requests in flight end when bgCtx is done.
+	hooked := make(chan struct{})
+	go func() {
+		defer close(hooked)
+		if a.webhooks != nil {
+			a.webhooks.Run(bgCtx)
+		}
+	}()
 	a.notify("READY=1\nSTATUS=Serving SMTP on " + a.smtpLn.Addr().String() + ", HTTP on " + a.httpLn.Addr().String())
 
 	var runErr error
@@ -291,6 +318,7 @@ func (a *app) run(ctx context.Context) error {
 		a.log.Warn("control shutdown", "err", err)
 		a.ctlSrv.Close() // a backup still streaming would hold the file open
 	}
+	<-hooked // its requests in flight take at most 10 s; then the file closes
 	return runErr
 }
 

@@ -35,6 +35,7 @@ func (s *Server) controlRoutes() http.Handler {
 	// Administration (control_admin.go).
 	for path, h := range map[string]http.HandlerFunc{
 		"/backup": s.handleBackup, "/stats": s.handleStats, "/inboxes": s.handleInboxes, "/check": s.handleCheck,
+		"/webhooks": s.handleWaiting,
 	} {
 		mux.HandleFunc("GET "+path, h)
 		mux.HandleFunc(path, methodNotAllowed("GET, HEAD"))

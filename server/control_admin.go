@@ -78,3 +78,22 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, rep)
 }
+
+// handleWaiting reports the webhook events waiting, by hook
+// (storage.Outbox), for `burner stats`.
+func (s *Server) handleWaiting(w http.ResponseWriter, r *http.Request) {
+	ob, ok := s.store.(storage.Outbox)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "This store keeps no webhook events.")
+		return
+	}
+	ws, err := ob.Waiting(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if ws == nil {
+		ws = []storage.HookWaiting{}
+	}
+	writeJSON(w, http.StatusOK, ws)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -83,6 +84,13 @@ func (c *ControlClient) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 	return ins, err
 }
 
+// Waiting is storage.Outbox's Waiting, done by the server.
+func (c *ControlClient) Waiting(ctx context.Context) ([]storage.HookWaiting, error) {
+	var ws []storage.HookWaiting
+	err := c.do(ctx, c.http, http.MethodGet, "/webhooks", nil, &ws)
+	return ws, err
+}
+
 // Check is storage.Checker's Check, done by the server.
 func (c *ControlClient) Check(ctx context.Context) (storage.CheckReport, error) {
 	var r storage.CheckReport
@@ -159,6 +167,8 @@ func readError(resp *http.Response) error {
 	switch resp.StatusCode {
 	case http.StatusNotFound:
 		return &controlError{e.Error, storage.ErrNotFound}
+	case http.StatusNotImplemented: // the server's store lacks an optional ability
+		return &controlError{e.Error, errors.ErrUnsupported}
 	case http.StatusConflict:
 		return &controlError{e.Error, storage.ErrKeyExists}
 	case http.StatusBadRequest:

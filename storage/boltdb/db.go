@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,7 +22,8 @@ const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // records.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// keys.go for keys and keyhashes.
+// keys.go for keys and keyhashes; outbox.go for events, eventsdue and
+// eventmsgs.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -60,6 +63,10 @@ type Options struct {
 	// upgrades or writes it, and key usage is not recorded. A write
 	// fails (bbolt's ErrDatabaseReadOnly).
 	ReadOnly bool
+	// Hooks are the webhooks (SPEC §9): Deliver writes, in the commit of
+	// each email, an event for every hook that covers its inbox
+	// (outbox.go). Each needs an ID without 0x00; the IDs are distinct.
+	Hooks []storage.Hook
 	// MustExist opens the file for reading and writing, but Open never
 	// creates or upgrades it: for commands that change a file the user
 	// named, where a typo must not make a new one.
@@ -76,6 +83,9 @@ type DB struct {
 	maxBytes    int64
 
 	commits committer // the group commit of Deliver
+
+	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
+	outbox outbox         // leases and outcomes of webhook events (outbox.go)
 
 	changes storage.Notifier // wakes the waiters of Changed
 
@@ -118,6 +128,14 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	hooks := make([]storage.Hook, len(opts.Hooks))
+	for i, h := range opts.Hooks {
+		scope, err := storage.CleanScope(h.Scope)
+		if err != nil || h.ID == "" || strings.IndexByte(h.ID, 0) >= 0 || slices.ContainsFunc(hooks[:i], func(o storage.Hook) bool { return o.ID == h.ID }) {
+			return nil, fmt.Errorf("open %s: webhook %q: an empty, repeated or unusable id, or a bad scope (%v)", path, h.ID, err)
+		}
+		hooks[i] = storage.Hook{ID: h.ID, Scope: storage.Scope{Inboxes: scope.Inboxes}}
+	}
 	existing := opts.ReadOnly || opts.MustExist
 	if existing {
 		fi, err := os.Stat(path)
@@ -153,12 +171,15 @@ func Open(path string, opts Options) (*DB, error) {
 		maxAge:      opts.MaxAge,
 		maxPerInbox: opts.MaxPerInbox,
 		maxBytes:    opts.MaxBytes,
+		hooks:       hooks,
 		usage:       make(map[string]time.Time),
 		stop:        make(chan struct{}),
 	}
 	if !opts.ReadOnly {
 		db.flushed.Add(1)
 		go db.flushUsageEvery(opts.UsageFlushInterval)
+		db.flushed.Add(1)
+		go db.flushOutboxEvery(outboxFlushInterval)
 	}
 	return db, nil
 }
@@ -208,7 +229,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketEvents, bucketEventsDue, bucketEventMsgs} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -229,7 +250,7 @@ func (db *DB) Close() error {
 	db.flushed.Wait()
 	var ferr error
 	if !db.readOnly {
-		ferr = db.flushUsage()
+		ferr = errors.Join(db.flushUsage(), db.flushOutbox())
 	}
 	if err := db.bolt.Close(); err != nil {
 		return err

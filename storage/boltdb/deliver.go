@@ -35,14 +35,17 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		times:    make([]time.Time, len(to)),
 		records:  make([][]byte, len(to)),
 		ids:      make([]uuid.UUID, len(to)),
+		to:       to,
 		done:     make(chan bool, 1),
 	}
 	emails := make([]storage.Email, len(to))
+	locals := make([]string, len(to))
 	for i, addr := range to {
 		local := storage.LocalPart(addr)
 		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}
+		locals[i] = local
 		d.inboxes[i] = inboxName(local)
 		d.ids[i] = uuid.New()
 		emails[i] = storage.Email{
@@ -62,6 +65,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// so that concurrent deliveries encode in parallel and the commit they
 	// share only writes.
 	d.content, d.raw = encodeContent(len(to), msg)
+	db.planEvents(d, msg, locals)
 	if err := db.commits.commit(db, d); err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
@@ -69,6 +73,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		emails[i].ReceivedAt = d.times[i]
 		db.changes.Notify(string(inbox))
 	}
+	db.notifyEvents(d.events)
 	return emails, nil
 }
 
@@ -82,6 +87,9 @@ type delivery struct {
 	ids      []uuid.UUID
 	content  []byte
 	raw      []byte
+	to       []string    // the recipient addresses
+	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
+	eventMsg []byte      // what the events share, encoded
 
 	err  error
 	done chan bool // receives false when err is set, true to lead the next commit
@@ -125,6 +133,13 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 			return err
 		}
 		if err := addCount(tx, d.inboxes[i], 1); err != nil {
+			return err
+		}
+	}
+	// SPEC §9: the events go in the emails' own commit, so that a crash
+	// after the 250 cannot lose them.
+	if len(d.events) > 0 {
+		if err := d.putEvents(tx); err != nil {
 			return err
 		}
 	}

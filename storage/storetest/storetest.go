@@ -25,6 +25,7 @@ type Config struct {
 	MaxPerInbox int              // the per-inbox cap, kept at delivery and by Sweep; 0: none
 	MaxAge      time.Duration    // how old an email may grow before Sweep deletes it; 0: forever
 	MaxBytes    int64            // the size cap past which Deliver returns ErrFull; 0: none
+	Hooks       []storage.Hook   // the webhooks whose events a storage.Outbox keeps (SPEC §9)
 }
 
 // Opener opens a new, empty store configured as cfg, closed when t ends.
@@ -63,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"HeaderAsReceived", testHeaderAsReceived},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
+		{"Outbox", testOutbox}, // outbox.go; skipped for a store without storage.Outbox
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}

@@ -1,0 +1,381 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"burner/storage"
+)
+
+// Webhook is one [[webhooks]] entry of the configuration (SPEC §9).
+type Webhook struct {
+	URL     string   // http or https
+	Inboxes []string // patterns as a key's (SPEC §8); none: every inbox
+	Secret  string   // whsec_ and the base64 of 24 to 64 bytes
+}
+
+// ID returns the name of the hook in the outbox, the logs and /metrics:
+// the URL's host and the first 8 hex digits of the URL's SHA-256, such as
+// hooks.example.com-1a2b3c4d. It stays the same while the URL does, so
+// that events written before a restart are the hook's after it, and it
+// shows no path or query, where some receivers keep a token.
+func (h Webhook) ID() string {
+	sum := sha256.Sum256([]byte(h.URL))
+	host := "hook"
+	if u, err := url.Parse(h.URL); err == nil && u.Host != "" {
+		host = strings.ToLower(u.Host)
+	}
+	return host + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Hook returns the hook as a store knows it. Check h first.
+func (h Webhook) Hook() storage.Hook {
+	return storage.Hook{ID: h.ID(), Scope: storage.Scope{Inboxes: h.Inboxes}}
+}
+
+// Check returns every problem of h, each naming the key at fault.
+func (h Webhook) Check() []error {
+	var errs []error
+	if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("url: %q is not an http:// or https:// URL", h.URL))
+	}
+	for _, p := range h.Inboxes {
+		if _, err := storage.ParseInboxPattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("inboxes: %w", err))
+		}
+	}
+	if _, err := ParseWebhookSecret(h.Secret); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// ParseWebhookSecret returns the signing key of a Standard Webhooks secret:
+// "whsec_" and the standard base64 of 24 to 64 bytes.
+func ParseWebhookSecret(secret string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(secret, "whsec_")
+	if !ok {
+		return nil, errors.New("secret: must be whsec_ followed by the base64 of 24 to 64 random bytes (required)")
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil || len(key) < 24 || len(key) > 64 {
+		return nil, errors.New("secret: after whsec_ must come the standard base64 of 24 to 64 random bytes, such as the output of `openssl rand -base64 32`")
+	}
+	return key, nil
+}
+
+// signWebhook returns the webhook-signature header of Standard Webhooks:
+// "v1," and the base64 of the HMAC-SHA256 of "id.timestamp.body" keyed
+// with key.
+func signWebhook(key []byte, id, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(timestamp))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// webhookBody returns the POST body of an email's event: the same bytes
+// for every attempt, so that a receiver may compare retries.
+func webhookBody(e storage.Email) []byte {
+	type event struct {
+		Type      string    `json:"type"`
+		Timestamp string    `json:"timestamp"`
+		Data      emailJSON `json:"data"`
+	}
+	data := newEmailJSON(e)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as the API writes bodies
+	if err := enc.Encode(event{"email.received", data.ReceivedAt, data}); err != nil {
+		panic(fmt.Sprintf("webhook body: %v", err)) // strings and bools always encode
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+}
+
+// The delivery rules of SPEC §9.
+const (
+	webhookInFlight   = 4                // requests at once per hook
+	webhookTimeout    = 10 * time.Second // for a 2xx
+	webhookFirstDelay = 5 * time.Second  // after the first failure, ±20%
+	webhookMaxDelay   = time.Hour        // between two attempts
+	webhookMaxAge     = 24 * time.Hour   // from receivedAt, then dropped
+)
+
+// WebhookOptions tune NewWebhooks. The zero value gives SPEC §9's rules.
+type WebhookOptions struct {
+	Hooks []Webhook
+	// Node names this process in the leases of the outbox (SPEC §10).
+	Node string
+	// Metrics, when set, receives the webhook series.
+	Metrics prometheus.Registerer
+	// Now is the clock of attempts, schedules and expiry; time.Now when nil.
+	Now func() time.Time
+	// Backoff returns the wait after the n-th failed attempt (n from 1);
+	// nil means 5 s doubling per attempt, ±20%, at most 1 h.
+	Backoff func(n int) time.Duration
+	// Poll is how often the outbox is read when nothing wakes the worker,
+	// for retries that come due; 0 means one second.
+	Poll time.Duration
+	// Timeout bounds an attempt; 0 means 10 s.
+	Timeout time.Duration
+	// DropEvery is how often events past 24 h are dropped; 0 means one
+	// minute.
+	DropEvery time.Duration
+}
+
+// Webhooks sends the events of a storage.Outbox to their hooks (SPEC §9).
+type Webhooks struct {
+	ob      storage.Outbox
+	opts    WebhookOptions
+	log     *slog.Logger
+	hooks   []*hookSender
+	metrics *webhookMetrics
+}
+
+// hookSender is one hook with its key and its own HTTP client.
+type hookSender struct {
+	id, url string
+	key     []byte
+	client  *http.Client
+}
+
+// NewWebhooks returns the delivery worker of the hooks in opts over ob, or
+// the first problem of a hook (Webhook.Check). A nil log discards.
+func NewWebhooks(ob storage.Outbox, opts WebhookOptions, log *slog.Logger) (*Webhooks, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = webhookBackoff
+	}
+	if opts.Poll == 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = webhookTimeout
+	}
+	if opts.DropEvery == 0 {
+		opts.DropEvery = time.Minute
+	}
+	if opts.Node == "" {
+		opts.Node = "burner"
+	}
+	w := &Webhooks{ob: ob, opts: opts, log: log}
+	for _, h := range opts.Hooks {
+		if errs := h.Check(); len(errs) > 0 {
+			return nil, fmt.Errorf("webhook %s: %w", h.ID(), errors.Join(errs...))
+		}
+		key, _ := ParseWebhookSecret(h.Secret)
+		// A transport of its own: a slow receiver ties up none of the
+		// connections of anything else, and none of its idle ones.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxConnsPerHost = webhookInFlight
+		tr.MaxIdleConnsPerHost = webhookInFlight
+		w.hooks = append(w.hooks, &hookSender{id: h.ID(), url: h.URL, key: key, client: &http.Client{
+			Transport: tr,
+			Timeout:   opts.Timeout,
+			// SPEC §9: a redirect is not followed; its 3xx is a failure.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}})
+	}
+	w.metrics = newWebhookMetrics(opts.Metrics, ob, w.hookIDs(), opts.Now)
+	return w, nil
+}
+
+func (w *Webhooks) hookIDs() []string {
+	ids := make([]string, len(w.hooks))
+	for i, h := range w.hooks {
+		ids[i] = h.id
+	}
+	return ids
+}
+
+// webhookBackoff is SPEC §9's wait after the n-th failure: 5 s, doubling,
+// ±20% so that the retries of a burst spread out, at most 1 h.
+func webhookBackoff(n int) time.Duration {
+	d := webhookMaxDelay
+	if n < 20 {
+		d = min(webhookFirstDelay<<(n-1), webhookMaxDelay)
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return min(d, webhookMaxDelay)
+}
+
+// Run sends events until ctx is done, then waits for the requests in
+// flight (at most Timeout) so that a receiver that answered is not sent
+// the event again, and returns.
+func (w *Webhooks) Run(ctx context.Context) {
+	// What expired while burner was down goes first, unsent.
+	w.dropExpired(ctx)
+	var wg sync.WaitGroup
+	for _, h := range w.hooks {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.runHook(ctx, h) }()
+	}
+	t := time.NewTicker(w.opts.DropEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+			w.dropExpired(ctx)
+		}
+	}
+}
+
+// dropExpired drops the events past 24 h that no attempt gave up on: those
+// of a hook no longer configured, or that waited while burner was down.
+func (w *Webhooks) dropExpired(ctx context.Context) {
+	dropped, err := w.ob.DropEvents(ctx, w.opts.Now().Add(-webhookMaxAge))
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("dropping expired webhook events failed", "err", err)
+	}
+	for hook, n := range dropped {
+		w.log.Warn("webhook events dropped: not delivered within 24h", "hook", hook, "events", n)
+		w.metrics.deliveries.WithLabelValues(hook, "expired").Add(float64(n))
+	}
+}
+
+// runHook claims the due events of h, at most webhookInFlight at a time,
+// and sends each, until ctx is done.
+func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	finished := make(chan struct{}, webhookInFlight) // never blocks: at most that many send
+	inFlight := 0
+	tick := time.NewTicker(w.opts.Poll)
+	defer tick.Stop()
+	for {
+		for drained := false; !drained; {
+			select {
+			case <-finished:
+				inFlight--
+			default:
+				drained = true
+			}
+		}
+		added := w.ob.EventsAdded(h.id) // before the claim: nothing slips between
+		if free := webhookInFlight - inFlight; free > 0 {
+			evs, err := w.ob.ClaimEvents(ctx, storage.Claim{
+				Hook: h.id, Node: w.opts.Node, Now: w.opts.Now(),
+				// Past the timeout, so that no other claim takes an event
+				// still in flight.
+				Lease: 2*w.opts.Timeout + time.Minute, Max: free,
+			})
+			if err != nil && ctx.Err() == nil {
+				w.log.Error("claiming webhook events failed", "hook", h.id, "err", err)
+			}
+			for _, e := range evs {
+				inFlight++
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					w.attempt(ctx, h, e)
+					finished <- struct{}{}
+				}()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-added:
+		case <-tick.C:
+		case <-finished:
+			inFlight--
+		}
+	}
+}
+
+// attempt POSTs e to h once and records the outcome: done, or due again
+// after the backoff, or dropped past 24 h.
+func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) {
+	// Not canceled with ctx: a request in flight at shutdown finishes, so
+	// that a receiver that answers gets the event once.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Timeout)
+	defer cancel()
+	status, err := h.post(rctx, e, w.opts.Now())
+	e.Attempts++
+	// The store's calls must outlive ctx too: the outcome is what keeps
+	// the event from being sent again.
+	sctx := context.WithoutCancel(ctx)
+	if err == nil && status/100 == 2 {
+		w.metrics.attempts.WithLabelValues(h.id, "success").Inc()
+		w.metrics.deliveries.WithLabelValues(h.id, "delivered").Inc()
+		if err := w.ob.CompleteEvent(sctx, e); err != nil {
+			w.log.Error("recording a webhook delivery failed: it will be sent again", "hook", h.id, "email_id", e.Email.ID, "err", err)
+		}
+		w.log.Info("webhook delivered", "hook", h.id, "email_id", e.Email.ID, "attempts", e.Attempts, "status", status)
+		return
+	}
+	w.metrics.attempts.WithLabelValues(h.id, "failure").Inc()
+	why := any(err)
+	if err == nil {
+		why = "HTTP " + strconv.Itoa(status)
+	}
+	now := w.opts.Now()
+	next := now.Add(w.opts.Backoff(e.Attempts))
+	if deadline := e.Email.ReceivedAt.Add(webhookMaxAge); !next.Before(deadline) {
+		w.metrics.deliveries.WithLabelValues(h.id, "expired").Inc()
+		if err := w.ob.CompleteEvent(sctx, e); err != nil {
+			w.log.Error("dropping a webhook event failed", "hook", h.id, "email_id", e.Email.ID, "err", err)
+		}
+		w.log.Warn("webhook dropped: not delivered within 24h", "hook", h.id, "email_id", e.Email.ID,
+			"attempts", e.Attempts, "last_error", why)
+		return
+	}
+	if err := w.ob.RetryEvent(sctx, e, next); err != nil {
+		w.log.Error("scheduling a webhook retry failed", "hook", h.id, "email_id", e.Email.ID, "err", err)
+	}
+	w.log.Debug("webhook attempt failed", "hook", h.id, "email_id", e.Email.ID, "attempts", e.Attempts,
+		"next_attempt", next, "err", why)
+}
+
+// post sends e to h, signed at now, and returns the answer's status.
+func (h *hookSender) post(ctx context.Context, e storage.Event, now time.Time) (int, error) {
+	body := webhookBody(e.Email)
+	ts := strconv.FormatInt(now.Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "burner-webhooks")
+	req.Header.Set("webhook-id", e.Email.ID)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", signWebhook(h.key, e.Email.ID, ts, body))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	// Read a little of the answer, so that the connection can serve the
+	// next attempt; a receiver has nothing to say beyond its status.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}
