@@ -1,0 +1,168 @@
+package postgres_test
+
+// Benchmarks of the PostgreSQL engine on realistic messages, for the
+// figures of issue 14: ingest from 8 writers beside the bbolt engine in
+// the same run, listing the newest 10 of an inbox of 10,000, and the
+// filters over it. Run them against a PostgreSQL on the same machine:
+//
+//	BURNER_TEST_POSTGRES=postgres:///postgres?host=DIR\&user=postgres \
+//	  go test -run '^$' -bench . -count 10 ./storage/postgres/ | tee new.txt
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"burner/internal/benchdata"
+	"burner/storage"
+	"burner/storage/boltdb"
+	"burner/storage/postgres"
+)
+
+// BenchmarkDeliver stores realistic messages, each to one of 100 inboxes,
+// from 8 writers, in PostgreSQL and, for comparison, in a bbolt file; it
+// reports messages per second and the p50 and p99 of a delivery (the
+// time to the 250).
+func BenchmarkDeliver(b *testing.B) {
+	msgs, to := benchdata.Messages(1000, 100)
+	for _, engine := range []string{"postgres", "bbolt"} {
+		b.Run("engine="+engine+"/writers=8", func(b *testing.B) {
+			var db storage.Store
+			if engine == "postgres" {
+				db = openDB(b, testDatabase(b), postgres.Options{})
+			} else {
+				bdb, err := boltdb.Open(filepath.Join(b.TempDir(), "burner.db"), boltdb.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { bdb.Close() })
+				db = bdb
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			elapsed, lat := benchdata.Load(b, 8, b.N, func(_, i int) (time.Duration, error) {
+				start := time.Now()
+				_, err := db.Deliver(context.Background(), msgs[i%len(msgs)], to[i%len(to):i%len(to)+1])
+				return time.Since(start), err
+			})
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+			b.ReportMetric(float64(benchdata.Percentile(lat, 50).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(benchdata.Percentile(lat, 99).Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// filled holds a database per size of inbox, filled once per process
+// (TestMain drops them): the benchmarks below only read it.
+var filled struct {
+	mu    sync.Mutex
+	dbs   map[int]*postgres.DB
+	drops []func() error
+}
+
+// inboxOf returns a database whose inbox bench0 holds n realistic emails.
+func inboxOf(b *testing.B, n int) *postgres.DB {
+	b.Helper()
+	filled.mu.Lock()
+	defer filled.mu.Unlock()
+	if db, ok := filled.dbs[n]; ok {
+		return db
+	}
+	dbURL, drop, err := createDatabase(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+	if err != nil {
+		drop()
+		b.Fatal(err)
+	}
+	filled.drops = append(filled.drops, func() error { db.Close(); return drop() })
+	msgs, to := benchdata.Messages(n, 1)
+	benchdata.DeliverAll(b, db, msgs, to, 8)
+	if filled.dbs == nil {
+		filled.dbs = make(map[int]*postgres.DB)
+	}
+	filled.dbs[n] = db
+	return db
+}
+
+// BenchmarkList lists the newest 10 emails of an inbox of 100 and of one
+// of 10,000.
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("emails=%d", n), func(b *testing.B) {
+			if benchdata.SmokeRun() {
+				n = 100
+			}
+			db := inboxOf(b, n)
+			q := storage.Query{LocalPart: "bench0", Limit: 10}
+			b.ReportAllocs()
+			for b.Loop() {
+				if es, err := db.List(context.Background(), q); err != nil || len(es) != q.Limit {
+					b.Fatalf("List(%+v) = %d emails, %v; want 10", q, len(es), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFilter runs the filters over an inbox of 10,000 emails: each
+// query matches nothing, so it reads them all (in SQL's prefilter, or,
+// for the header filter, in the Matcher).
+func BenchmarkFilter(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		q    storage.Query
+	}{
+		{"subject", storage.Query{Subject: "no such subject"}},
+		{"body", storage.Query{Body: "no such body text"}},
+		{"search", storage.Query{Terms: []string{"order", "no-such-term"}}},
+		{"header", storage.Query{Header: &storage.Header{Name: "X-Test-Run", Value: "42"}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			n := 10_000
+			if benchdata.SmokeRun() {
+				n = 100
+			}
+			db := inboxOf(b, n)
+			q := tc.q
+			q.LocalPart, q.Limit = "bench0", 10
+			b.ReportAllocs()
+			for b.Loop() {
+				if es, err := db.List(context.Background(), q); err != nil || len(es) != 0 {
+					b.Fatalf("List(%+v) = %d emails, %v; want none", q, len(es), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWakeAcrossNodes measures a delivery on node A to the wake-up
+// of a waiter on node B (SPEC §10: LISTEN/NOTIFY, no polling).
+func BenchmarkWakeAcrossNodes(b *testing.B) {
+	dbURL := testDatabase(b)
+	a, other := openDB(b, dbURL, postgres.Options{}), openDB(b, dbURL, postgres.Options{})
+	msgs, _ := benchdata.Messages(1, 1)
+	var lat []time.Duration
+	for b.Loop() {
+		woken := other.Changed("wake")
+		start := time.Now()
+		if _, err := a.Deliver(context.Background(), msgs[0], []string{"wake@x.org"}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-woken:
+		case <-time.After(5 * time.Second):
+			b.Fatal("node B not woken within 5 s of a delivery on A")
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(benchdata.Percentile(lat, 50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(benchdata.Percentile(lat, 99).Microseconds())/1000, "p99-ms")
+}

@@ -1,0 +1,17 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"burner/storage"
+	"burner/storage/postgres"
+	"burner/storage/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Store {
+		return openDB(t, testDatabase(t), postgres.Options{
+			Now: cfg.Now, MaxPerInbox: cfg.MaxPerInbox, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes,
+		})
+	})
+}

@@ -1,0 +1,245 @@
+// Package postgres keeps burner's emails and API keys in a PostgreSQL
+// database (15 or newer) that any number of burner nodes share (SPEC §10).
+// It implements storage.Store with the deciding code of package storage,
+// so that it answers as the bbolt engine does: SQL only prefilters.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"burner/storage"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Options tune Open. The zero value gives the defaults.
+type Options struct {
+	// Now is the clock used for receivedAt and key times; time.Now when nil.
+	Now func() time.Time
+	// UsageFlushInterval is how often key "last used" times held in memory
+	// are written to the database; 0 means one minute (SPEC §10).
+	UsageFlushInterval time.Duration
+	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
+	// emails forever.
+	MaxAge time.Duration
+	// MaxPerInbox caps the emails of one inbox, exactly across nodes:
+	// delivery and Sweep delete the oldest beyond it. 0 means no cap.
+	MaxPerInbox int
+	// MaxBytes caps the size of the database: past it Deliver returns
+	// ErrFull. 0 means no cap.
+	MaxBytes int64
+	// MaxConns bounds the connections of the pool; 0 means pgx's default
+	// (4, or the number of CPUs if more).
+	MaxConns int32
+	// Log receives what the engine does beyond answering calls: schema
+	// migrations, the loss of the notification connection. Nil discards it.
+	Log *slog.Logger
+}
+
+// ErrSchemaNew means the database holds a schema of a newer burner, which
+// this one cannot read: Open refuses it rather than misread it.
+var ErrSchemaNew = errors.New("storage: the database was written by a newer burner; run that version or a later one")
+
+// DB is an open burner database. It is safe for concurrent use.
+type DB struct {
+	pool        *pgxpool.Pool
+	now         func() time.Time
+	log         *slog.Logger
+	maxAge      time.Duration
+	maxPerInbox int
+	maxBytes    int64
+	node        string // this DB's name in the payloads of its notifications
+
+	commits committer // the batched commit of Deliver
+
+	changes  storage.Notifier
+	waitedMu sync.Mutex
+	waited   map[string]struct{} // inboxes that may have waiters: what wakeAll wakes
+
+	zenc *zstd.Encoder // raw sources; EncodeAll and DecodeAll are safe for concurrent use
+	zdec *zstd.Decoder
+
+	sizeMu   sync.Mutex
+	size     int64     // pg_database_size at sizeTime, for MaxBytes
+	sizeTime time.Time // zero until measured
+
+	keys keyCache
+
+	stop func() // ends the goroutines below, which wg waits for
+	wg   sync.WaitGroup
+
+	closed atomic.Bool
+}
+
+// Open connects to the database at url (a postgres:// URL; libpq's
+// environment variables apply), creates or upgrades burner's schema in it
+// under an advisory lock, one node at a time, and starts listening for
+// the deliveries of other nodes. It returns an error wrapping ErrSchemaNew
+// for a database of a newer burner, and storage.ErrUnavailable when the
+// database cannot be reached.
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.UsageFlushInterval == 0 {
+		opts.UsageFlushInterval = time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A database host that drops packets must fail a delivery (451)
+		// in seconds, not hang it.
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := migrate(ctx, pool, opts.Log); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", unavailable(err))
+	}
+	zenc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	zdec, err := zstd.NewReader(nil, zstd.WithDecoderLowmem(true))
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	db := &DB{
+		pool:        pool,
+		now:         opts.Now,
+		log:         opts.Log,
+		maxAge:      opts.MaxAge,
+		maxPerInbox: opts.MaxPerInbox,
+		maxBytes:    opts.MaxBytes,
+		node:        storage.NewID().String(),
+		waited:      make(map[string]struct{}),
+		zenc:        zenc,
+		zdec:        zdec,
+		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey), usage: make(map[string]time.Time)},
+	}
+	bg, stop := context.WithCancel(context.Background())
+	db.stop = stop
+	ready := make(chan error, 1)
+	db.wg.Add(2)
+	go db.listen(bg, cfg.ConnConfig.Copy(), ready)
+	go db.flushUsageEvery(bg, opts.UsageFlushInterval)
+	// Wait for the first LISTEN, so that a waiter of this node hears every
+	// delivery that commits after Open returns.
+	if err := <-ready; err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open postgres: listen: %w", unavailable(err))
+	}
+	return db, nil
+}
+
+// Close writes pending key usage, stops listening and closes the pool. It
+// is safe to call more than once.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	db.stop()
+	db.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := db.flushUsage(ctx)
+	db.pool.Close()
+	db.zenc.Close()
+	db.zdec.Close()
+	return err
+}
+
+// CheckWritable fails when the database cannot take a write now (an error
+// wrapping storage.ErrUnavailable when it cannot be reached), and with an
+// error wrapping ErrFull when it is at Options.MaxBytes.
+func (db *DB) CheckWritable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// A write, not a ping: a standby or a database out of disk answers a
+	// ping but refuses mail.
+	if _, err := db.pool.Exec(ctx, `UPDATE burner_schema SET checked = now()`); err != nil {
+		return fmt.Errorf("check writable: %w", db.fail(err))
+	}
+	if err := db.checkRoom(ctx, 0, true); err != nil {
+		return fmt.Errorf("check writable: %w", err)
+	}
+	return nil
+}
+
+// sizeEvery is how long a measure of the database's size is trusted for
+// Options.MaxBytes: pg_database_size walks the data directory.
+const sizeEvery = 5 * time.Second
+
+// checkRoom returns an error wrapping ErrFull when n more bytes would take
+// the database past Options.MaxBytes; fresh measures the size now.
+func (db *DB) checkRoom(ctx context.Context, n int, fresh bool) error {
+	if db.maxBytes <= 0 {
+		return nil
+	}
+	db.sizeMu.Lock()
+	defer db.sizeMu.Unlock()
+	if fresh || db.sizeTime.IsZero() || time.Since(db.sizeTime) > sizeEvery {
+		if err := db.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&db.size); err != nil {
+			return db.fail(err)
+		}
+		db.sizeTime = time.Now()
+	}
+	if db.size+int64(n) > db.maxBytes {
+		return storage.ErrFull
+	}
+	return nil
+}
+
+// fail returns err, wrapping storage.ErrUnavailable when it says the
+// database could not be reached, and storage.ErrFull when its disk is full.
+func (db *DB) fail(err error) error { return unavailable(err) }
+
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "53100": // disk_full
+			return fmt.Errorf("%w: %w", storage.ErrFull, err)
+		case pgErr.Code[:2] == "08", // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutting down, starting up
+			pgErr.Code == "53300", // too many connections
+			pgErr.Code == "25006": // read-only transaction: a standby
+			return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+		}
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.SafeToRetry(err) || isNetwork(err) {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	return err
+}

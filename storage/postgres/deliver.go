@@ -1,0 +1,388 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"burner/storage"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Deliver stores msg once for each recipient address in to, in one
+// transaction, and returns the stored emails in the order of to. It
+// returns only after COMMIT has returned (SPEC §10: what that survives is
+// the database's synchronous_commit); concurrent calls share one commit,
+// and a commit that fails fails each of them. An inbox past
+// Options.MaxPerInbox loses its oldest emails in the same transaction.
+// Deliver returns an error wrapping ErrFull when the database is at
+// Options.MaxBytes, and storage.ErrUnavailable when it cannot be reached.
+func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([]storage.Email, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(to) == 0 {
+		return nil, errors.New("deliver: no recipients")
+	}
+	d := &delivery{
+		received: db.now().UTC().Truncate(time.Millisecond).UnixMilli(),
+		inboxes:  make([]string, len(to)),
+		times:    make([]int64, len(to)),
+		ids:      make([]uuid.UUID, len(to)),
+		to:       make([][]byte, len(to)),
+		done:     make(chan bool, 1),
+	}
+	for i, addr := range to {
+		local := storage.LocalPart(addr)
+		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
+		}
+		d.inboxes[i] = storage.InboxName(local)
+		d.ids[i] = storage.NewID()
+		d.to[i] = []byte(addr)
+	}
+	if err := db.checkRoom(ctx, len(msg.Raw), false); err != nil {
+		return nil, fmt.Errorf("deliver: %w", err)
+	}
+	// What costs CPU happens here, in the caller's goroutine, so that
+	// concurrent deliveries encode in parallel and their commit only writes.
+	d.row = db.messageRow(d.ids[0], msg)
+	if err := db.commits.commit(ctx, db, d); err != nil {
+		return nil, fmt.Errorf("deliver: %w", db.fail(err))
+	}
+	emails := make([]storage.Email, len(to))
+	for i, addr := range to {
+		emails[i] = storage.Email{
+			ID:         d.ids[i].String(),
+			To:         addr,
+			From:       msg.From,
+			FromName:   msg.FromName,
+			Subject:    msg.Subject,
+			Body:       msg.Body,
+			ReceivedAt: time.UnixMilli(d.times[i]).UTC(),
+		}
+		db.notify(d.inboxes[i])
+	}
+	return emails, nil
+}
+
+// messageRow is a row of messages: its id, then its bytea columns in
+// the order of messageColumns.
+type messageRow struct {
+	id    uuid.UUID
+	bytea [11][]byte
+	text  *string // search_text, when the search text fits in text; then search is nil
+}
+
+const messageColumns = "id, from_addr, from_name, subject, body, fsubject, fsender, search, headers, plain, links, raw, search_text"
+
+func (db *DB) messageRow(id uuid.UUID, msg *storage.Message) messageRow {
+	var fsubject []byte
+	if msg.Subject != nil {
+		fsubject = storage.AppendFold(make([]byte, 0, len(*msg.Subject)), *msg.Subject)
+	}
+	search := storage.AppendSearchText(make([]byte, 0, len(msg.Text)), msg.Text)
+	var text *string
+	if utf8.Valid(search) && bytes.IndexByte(search, 0) < 0 {
+		s := string(search)
+		text, search = &s, nil
+	}
+	return messageRow{id: id, text: text, bytea: [11][]byte{
+		[]byte(msg.From),
+		[]byte(msg.FromName),
+		bytesOf(msg.Subject),
+		bytesOf(msg.Body),
+		fsubject,
+		foldedSender(msg.FromName, msg.From),
+		search,
+		encodeHeaders(msg.Headers),
+		[]byte(msg.Plain),
+		encodeLinks(msg.Links),
+		db.zenc.EncodeAll(msg.Raw, make([]byte, 0, len(msg.Raw)/2+64)),
+	}}
+}
+
+// delivery is one Deliver's share of a batched commit.
+type delivery struct {
+	received int64   // the clock's time, unix ms
+	times    []int64 // the receivedAt of each email, set in the transaction
+	inboxes  []string
+	ids      []uuid.UUID
+	to       [][]byte
+	row      messageRow
+
+	err  error
+	done chan bool // receives false when err is set, true to lead the next commit
+}
+
+// committer batches deliveries into transactions: a delivery that finds
+// no commit running leads one, with every delivery queued, its own
+// included; deliveries that arrive meanwhile queue, and the first of them
+// leads the next commit once this one has returned. Nobody waits for
+// company, so a lone delivery commits at once. PostgreSQL groups the WAL
+// flushes of concurrent commits too, but a commit per message also costs
+// a round trip per statement and a NOTIFY each (issue 14).
+type committer struct {
+	mu      sync.Mutex
+	queue   []*delivery
+	leading bool
+}
+
+// maxBatch bounds the deliveries of one transaction.
+const maxBatch = 64
+
+func (c *committer) commit(ctx context.Context, db *DB, d *delivery) error {
+	c.mu.Lock()
+	c.queue = append(c.queue, d)
+	if c.leading {
+		c.mu.Unlock()
+		if lead := <-d.done; !lead {
+			return d.err
+		}
+		c.mu.Lock()
+	}
+	c.leading = true
+	n := min(len(c.queue), maxBatch)
+	batch := c.queue[:n:n]
+	c.queue = append([]*delivery(nil), c.queue[n:]...)
+	c.mu.Unlock()
+
+	defer func() {
+		c.mu.Lock()
+		if len(c.queue) > 0 {
+			c.queue[0].done <- true
+		} else {
+			c.leading = false
+		}
+		c.mu.Unlock()
+		for _, o := range batch {
+			if o != d {
+				o.done <- false
+			}
+		}
+	}()
+	// The leader's context must not cancel the others' commit.
+	db.commitBatch(context.WithoutCancel(ctx), batch)
+	return d.err
+}
+
+// commitTimeout bounds one batch's transaction, so that a database that
+// stops answering fails the deliveries (451) rather than hang them.
+const commitTimeout = 30 * time.Second
+
+// commitBatch writes batch in one transaction and sets the err of each
+// delivery. A transaction that fails before COMMIT on a deadlock is
+// retried whole; on another fault of the database (not of its
+// connection), each delivery is retried alone, so that one that cannot
+// be stored does not fail the others. A failed COMMIT, whose outcome is
+// unknown, fails them all: each sender gets a 451 and tries again.
+func (db *DB) commitBatch(ctx context.Context, batch []*delivery) {
+	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	var (
+		committing bool
+		err        error
+	)
+	for range 3 {
+		if committing, err = db.insert(ctx, batch); !retryable(err) {
+			break
+		}
+	}
+	if err != nil && !committing && len(batch) > 1 && !errors.Is(db.fail(err), storage.ErrUnavailable) {
+		for _, d := range batch {
+			_, d.err = db.insert(ctx, []*delivery{d})
+		}
+		return
+	}
+	for _, d := range batch {
+		d.err = err
+	}
+}
+
+// retryable reports whether err is a conflict that a new transaction may
+// not meet: a deadlock or a serialization failure.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// insert runs the transaction of batch. committing reports whether the
+// error came from COMMIT, whose outcome is then unknown.
+func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, err error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	var inboxes []string
+	for _, d := range batch {
+		inboxes = append(inboxes, d.inboxes...)
+	}
+	slices.Sort(inboxes)
+	inboxes = slices.Compact(inboxes)
+
+	// Lock the row of each inbox, in one order on every node so that two
+	// batches never wait for each other in a cycle; then, in a statement
+	// of its own (a new snapshot under READ COMMITTED), read what the
+	// inboxes hold now that no other delivery to them can commit.
+	var b pgx.Batch
+	b.Queue(`INSERT INTO inboxes (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO UPDATE SET name = excluded.name`, inboxes)
+	b.Queue(`SELECT inbox, max(received_at), count(*) FROM emails WHERE inbox = ANY($1) GROUP BY inbox`, inboxes)
+	res := tx.SendBatch(ctx, &b)
+	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return false, err
+	}
+	type state struct{ newest, count int64 }
+	held := make(map[string]*state, len(inboxes))
+	rows, err := res.Query()
+	if err != nil {
+		res.Close()
+		return false, err
+	}
+	for rows.Next() {
+		var name string
+		var s state
+		if err := rows.Scan(&name, &s.newest, &s.count); err != nil {
+			rows.Close()
+			res.Close()
+			return false, err
+		}
+		held[name] = &s
+	}
+	rows.Close()
+	if err := res.Close(); err != nil {
+		return false, err
+	}
+
+	// SPEC §3: receivedAt strictly increases within an inbox in commit
+	// order, which is decided here, under the inbox's lock.
+	var (
+		emailIDs, messageIDs []uuid.UUID
+		emailInboxes         []string
+		emailTimes           []int64
+		emailTo              [][]byte
+		messages             []uuid.UUID
+		cols                 = make([]any, 1, 13)
+		bytea                [11][][]byte
+		texts                []*string
+	)
+	for _, d := range batch {
+		for i, inbox := range d.inboxes {
+			s := held[inbox]
+			if s == nil {
+				s = &state{newest: -1}
+				held[inbox] = s
+			}
+			d.times[i] = max(d.received, s.newest+1)
+			s.newest = d.times[i]
+			s.count++
+			emailIDs = append(emailIDs, d.ids[i])
+			messageIDs = append(messageIDs, d.ids[0])
+			emailInboxes = append(emailInboxes, inbox)
+			emailTimes = append(emailTimes, d.times[i])
+			emailTo = append(emailTo, d.to[i])
+		}
+		messages = append(messages, d.row.id)
+		texts = append(texts, d.row.text)
+		for j, v := range d.row.bytea {
+			bytea[j] = append(bytea[j], v)
+		}
+	}
+	cols[0] = messages
+	for _, c := range bytea {
+		cols = append(cols, c)
+	}
+	cols = append(cols, texts)
+	b = pgx.Batch{}
+	b.Queue(`WITH r AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[],
+			$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[]) AS r(`+messageColumns+`)),
+		m AS (INSERT INTO messages (id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers)
+			SELECT id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers FROM r)
+		INSERT INTO bodies (id, body, plain, links, raw) SELECT id, body, plain, links, raw FROM r`,
+		cols...)
+	// unnest keeps the order of the arrays, and the identity of seq
+	// counts up in it: arrival order within the batch.
+	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[])`,
+		emailIDs, emailInboxes, emailTimes, messageIDs, emailTo)
+	var trimmed []string
+	if db.maxPerInbox > 0 {
+		for _, inbox := range inboxes {
+			if over := held[inbox].count - int64(db.maxPerInbox); over > 0 {
+				b.Queue(trimSQL, inbox, over)
+				trimmed = append(trimmed, inbox)
+			}
+		}
+	}
+	// One NOTIFY per commit, not per message: the other nodes wake the
+	// waiters of these inboxes (listen.go).
+	b.Queue(`SELECT pg_notify($1, $2)`, channel, db.payload(inboxes))
+	res = tx.SendBatch(ctx, &b)
+	for range 2 {
+		if _, err := res.Exec(); err != nil {
+			res.Close()
+			return false, err
+		}
+	}
+	var gone []uuid.UUID
+	for range trimmed {
+		rows, err := res.Query()
+		if err != nil {
+			res.Close()
+			return false, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			res.Close()
+			return false, err
+		}
+		gone = append(gone, ids...)
+	}
+	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return false, err
+	}
+	if err := res.Close(); err != nil {
+		return false, err
+	}
+	if len(gone) > 0 {
+		if err := deleteOrphans(ctx, tx, gone); err != nil {
+			return false, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// trimSQL deletes the n oldest emails of an inbox and returns their
+// messages. It locks them oldest first, as Clear and Sweep do.
+const trimSQL = `DELETE FROM emails WHERE seq IN (
+	SELECT seq FROM emails WHERE inbox = $1 ORDER BY received_at, seq LIMIT $2 FOR UPDATE)
+	RETURNING message`
+
+// deleteOrphans deletes those of the messages ids (and their bodies)
+// that no email refers to any more. A statement of its own: the emails deleted before are
+// gone from its snapshot.
+func deleteOrphans(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, ids []uuid.UUID) error {
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return strings.Compare(string(a[:]), string(b[:])) })
+	ids = slices.Compact(ids)
+	_, err := q.Exec(ctx, `WITH gone AS (
+		DELETE FROM messages m WHERE m.id = ANY($1) AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.message = m.id) RETURNING id)
+		DELETE FROM bodies WHERE id IN (SELECT id FROM gone)`, ids)
+	return err
+}

@@ -1,0 +1,154 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The schema. Every byte that comes from mail is bytea: text rejects NUL
+// and invalid UTF-8, and mail has both. Times are integer milliseconds
+// since 1970, as receivedAt is (SPEC §3).
+//
+//	inboxes:  one row per inbox (InboxName) with mail (Sweep forgets the
+//	          empty ones): the row a delivery locks, so that deliveries
+//	          to one inbox serialise (receivedAt strictly increasing,
+//	          max_per_inbox exact) and deliveries to others do not.
+//	messages: a message as delivered, once for all its recipients, keyed
+//	          by the id of its first email: what List reads of it, the
+//	          filters included (the search text and fields folded by
+//	          storage's code, the header fields with values folded). A
+//	          search reads the search text of a whole inbox, so these rows
+//	          stay narrow and are compressed only past 8 KB
+//	          (toast_tuple_target), then with lz4, four times as fast to
+//	          read as pglz. The search text is in search_text when it is
+//	          valid UTF-8 without NUL, as nearly all is, for strpos
+//	          (Boyer-Moore-Horspool) runs twice as fast as position on
+//	          bytea (a naive loop); else in search.
+//	bodies:   the rest of a message, keyed alike, read for the emails
+//	          returned: the body, the plain text and links, the raw source
+//	          compressed by burner (zstd, so stored EXTERNAL: PostgreSQL
+//	          does not compress it again), and the attachment index.
+//	emails:   one row per recipient: its id, inbox, receivedAt, the arrival
+//	          order (seq) and its message. (inbox, received_at, seq) is the
+//	          order of List. No foreign key to messages: a message (and its
+//	          body) whose last email is gone is deleted in the same
+//	          transaction, or, when two transactions each deleted one of its
+//	          emails, by Sweep.
+//	keys:     API keys: only the SHA-256 of a secret (storage.HashSecret).
+//
+// migrations[i] brings a database from version i to i+1.
+var migrations = []string{
+	`CREATE TABLE burner_schema (version integer NOT NULL, checked timestamptz);
+	INSERT INTO burner_schema (version) VALUES (0);
+	CREATE TABLE inboxes (name text PRIMARY KEY);
+	CREATE TABLE messages (
+		id uuid PRIMARY KEY,
+		from_addr bytea NOT NULL,
+		from_name bytea NOT NULL,
+		subject bytea,
+		fsubject bytea,
+		fsender bytea NOT NULL,
+		search_text text,
+		search bytea,
+		headers bytea NOT NULL
+	) WITH (toast_tuple_target = 8160);
+	ALTER TABLE messages ALTER COLUMN search_text SET COMPRESSION lz4;
+	ALTER TABLE messages ALTER COLUMN search SET COMPRESSION lz4;
+	ALTER TABLE messages ALTER COLUMN headers SET COMPRESSION lz4;
+	CREATE TABLE bodies (
+		id uuid PRIMARY KEY,
+		body bytea,
+		plain bytea NOT NULL,
+		links bytea NOT NULL,
+		raw bytea NOT NULL,
+		attachments bytea
+	);
+	ALTER TABLE bodies ALTER COLUMN raw SET STORAGE EXTERNAL;
+	CREATE TABLE emails (
+		seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		id uuid NOT NULL UNIQUE,
+		inbox text NOT NULL,
+		received_at bigint NOT NULL,
+		message uuid NOT NULL,
+		to_addr bytea NOT NULL,
+		read boolean NOT NULL DEFAULT false
+	);
+	CREATE INDEX emails_inbox ON emails (inbox, received_at, seq);
+	CREATE INDEX emails_message ON emails (message);
+	CREATE INDEX emails_received ON emails (received_at);
+	CREATE TABLE keys (
+		id text PRIMARY KEY,
+		name text NOT NULL UNIQUE,
+		created bigint NOT NULL,
+		last_used bigint NOT NULL DEFAULT 0,
+		hash bytea NOT NULL UNIQUE,
+		inboxes text[] NOT NULL DEFAULT '{}',
+		read_only boolean NOT NULL DEFAULT false
+	);`,
+}
+
+// schemaVersion is the version this burner writes and reads.
+var schemaVersion = len(migrations)
+
+// Advisory lock keys, in the one namespace of the database: 'burn' and a
+// number.
+const (
+	lockSchema = 0x6275726e00000001
+	lockSweep  = 0x6275726e00000002
+)
+
+// migrate creates or upgrades the schema, one node at a time.
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(lockSchema)); err != nil {
+		return err
+	}
+	defer func() {
+		// A lost connection drops the lock with it.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(lockSchema))
+	}()
+	version := 0
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('burner_schema') IS NOT NULL`).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("database has schema version %d, but this burner reads versions up to %d: %w", version, schemaVersion, ErrSchemaNew)
+	}
+	for v := version; v < schemaVersion; v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `UPDATE burner_schema SET version = $1`, v+1)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate the schema to version %d: %w", v+1, err)
+		}
+		log.Info("schema migrated", "version", v+1)
+	}
+	return nil
+}
+
+// isNetwork reports whether err is the loss of a connection.
+func isNetwork(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
