@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 func TestValidLocalPart(t *testing.T) {
@@ -50,5 +53,24 @@ func TestNotifierForgetsWokenInboxes(t *testing.T) {
 	n.mu.Unlock()
 	if held != 1 {
 		t.Errorf("%d inboxes held after waking alice, want 1 (bob)", held)
+	}
+}
+
+// TestNewIDVersion7: ids are of version 7 and, made one after another,
+// only grow (SPEC §3), which is what lets an id index grow at its end.
+func TestNewIDVersion7(t *testing.T) {
+	prev := NewID()
+	for range 10_000 {
+		id := NewID()
+		if id.Version() != 7 || id.Variant() != uuid.RFC4122 {
+			t.Fatalf("NewID() = %s: version %d, variant %v; want 7, RFC 4122", id, id.Version(), id.Variant())
+		}
+		if bytes.Compare(id[:], prev[:]) <= 0 {
+			t.Fatalf("NewID() = %s after %s: not greater", id, prev)
+		}
+		if _, err := ParseID(id.String()); err != nil {
+			t.Fatalf("ParseID(%s): %v", id, err)
+		}
+		prev = id
 	}
 }

@@ -33,7 +33,7 @@ var ErrUnavailable = errors.New("storage: the database cannot be reached")
 // Email is one stored copy of a message, as the API shows it. A message
 // accepted for several recipients is stored as one Email per recipient.
 type Email struct {
-	ID         string    // random UUID v4
+	ID         string    // a UUID, version 7 (time-ordered) or 4 for emails stored before (SPEC §3)
 	To         string    // the recipient address as given in RCPT TO
 	From       string    // sender address
 	FromName   string    // sender display name, "" when none

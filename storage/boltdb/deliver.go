@@ -47,7 +47,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		}
 		locals[i] = local
 		d.inboxes[i] = inboxName(local)
-		d.ids[i] = uuid.New()
+		d.ids[i] = storage.NewID()
 		emails[i] = storage.Email{
 			ID:         d.ids[i].String(),
 			To:         addr,
@@ -222,8 +222,11 @@ func (db *DB) commitBatch(batch []*delivery) {
 			// written again and can be full. An inbox's email keys grow
 			// too, but 100 inboxes append in 100 places: measured, 0.75
 			// packed them as tightly as 1.0, with a fifth of the branch
-			// pages. bbolt's default, half, suits the random keys of ids.
+			// pages. Ids are of version 7 (storage.NewID), which grow
+			// too, but not strictly within a commit: deliveries queue in
+			// about the order their ids were made.
 			tx.Bucket(bucketContents).FillPercent = 1.0
+			tx.Bucket(bucketIDs).FillPercent = 0.9
 			tx.Bucket(bucketRaw).FillPercent = 1.0
 			tx.Bucket(bucketEmails).FillPercent = 0.75
 			for _, d := range ds {

@@ -81,7 +81,7 @@ type Email struct {
 	// FromName The display name of that From: address, RFC 2047-decoded; "" when none.
 	FromName string `json:"fromName"`
 
-	// Id A random UUID (version 4), in lower case.
+	// Id A UUID of version 7 (RFC 9562: time-ordered, 74 random bits) or, for emails stored before that, version 4, in the canonical lower-case 36-character form.
 	Id string `json:"id"`
 
 	// Read Whether the email has been opened in the web UI; the API never changes it.
