@@ -18,11 +18,16 @@ import (
 )
 
 // The web UI's login (SPEC §5). A visitor logs in with an API key; the
-// server then keeps, in memory only, a session: a random token in an
-// HttpOnly, SameSite=Strict cookie that maps to the key's id. Each request
-// looks the key up again, so a revoked key ends its sessions at once.
-// Sessions do not survive a restart: keeping them would mean storing the
-// tokens, or a secret that signs them, in the data file.
+// server then keeps a session: a random token in an HttpOnly,
+// SameSite=Strict cookie that maps to the key's id. Each request looks the
+// key up again, so a revoked key ends its sessions at once.
+//
+// Where the sessions live depends on the store. A store that implements
+// storage.Sessions (PostgreSQL) keeps them, as hashes of their tokens, so
+// that a login on one node is valid on every node of one database (SPEC
+// §10). Otherwise (bbolt, which one process holds) the server keeps them
+// in memory, and they do not survive a restart: keeping them would mean
+// storing the tokens, or a secret that signs them, in the data file.
 
 const (
 	sessionCookie = "burner_session"
@@ -31,6 +36,14 @@ const (
 	csrfCookie = "burner_csrf"
 	// sessionIdle is how long a session lives without a request.
 	sessionIdle = 12 * time.Hour
+	// sessionTouch is how often, at most, a request that slides a stored
+	// session writes its new end (SPEC §10: a session's last activity is
+	// written at most once a minute). A session may so end up to this much
+	// earlier than its last request plus sessionIdle.
+	sessionTouch = time.Minute
+	// sessionCleanup is how often, at most, a login on this node removes
+	// the expired sessions of the store.
+	sessionCleanup = 10 * time.Minute
 	// recheckStream is how often an open event stream checks that its
 	// session and key still exist.
 	recheckStream = 2 * time.Second
@@ -41,17 +54,48 @@ const (
 // session is what a session token stands for.
 type session struct {
 	keyID   string
-	csrf    string // the token this session's forms carry
 	expires time.Time
 }
 
-// sessions are the UI sessions of one server, keyed by the SHA-256 of
-// their token: a map lookup does not compare the token itself in
-// variable time, and memory holds no usable token.
+// sessionStore keeps the sessions of the web UI: sessions in memory, or
+// storedSessions in a store that implements storage.Sessions.
+type sessionStore interface {
+	// create starts a session for the key with keyID and returns its
+	// token; an error wrapping storage.ErrNotFound when the key is gone.
+	create(ctx context.Context, keyID string) (string, error)
+	// get returns the live session of token, or an error wrapping
+	// storage.ErrNotFound. With slide, the session's idle time starts again.
+	get(ctx context.Context, token string, slide bool) (session, error)
+	// end forgets the session of token.
+	end(ctx context.Context, token string) error
+}
+
+// sessionStore returns where the sessions of u live: the store when it
+// keeps sessions (SPEC §10), else u's memory.
+func (u *webUI) sessionStore() sessionStore {
+	if db, ok := u.s.store.(storage.Sessions); ok {
+		return storedSessions{db: db, mem: u.sessions}
+	}
+	return u.sessions
+}
+
+// csrfOf returns the CSRF token of the session of token: derived from the
+// token, so that every node that knows the token knows it, and no store
+// need keep it. The hash a store keeps is of the token alone, so it does
+// not give this away.
+func csrfOf(token string) string {
+	sum := sha256.Sum256([]byte("burner csrf\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// sessions are the UI sessions of one server in memory, keyed by the
+// SHA-256 of their token: a map lookup does not compare the token itself
+// in variable time, and memory holds no usable token.
 type sessions struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[[sha256.Size]byte]*session
+	now     func() time.Time
+	mu      sync.Mutex
+	m       map[[sha256.Size]byte]*session
+	cleaned time.Time // when storedSessions last removed the expired sessions of the store
 }
 
 func newSessions(now func() time.Time) *sessions {
@@ -61,9 +105,9 @@ func newSessions(now func() time.Time) *sessions {
 // create starts a session for the key with keyID and returns its token.
 // Expired sessions are dropped on the way, so memory is bounded by the
 // logins of the last sessionIdle.
-func (ss *sessions) create(keyID string) string {
+func (ss *sessions) create(_ context.Context, keyID string) (string, error) {
 	token := randomToken()
-	sess := &session{keyID: keyID, csrf: randomToken(), expires: ss.now().Add(sessionIdle)}
+	sess := &session{keyID: keyID, expires: ss.now().Add(sessionIdle)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	now := ss.now()
@@ -73,35 +117,36 @@ func (ss *sessions) create(keyID string) string {
 		}
 	}
 	ss.m[sha256.Sum256([]byte(token))] = sess
-	return token
+	return token, nil
 }
 
 // get returns the live session of token. With slide, the session's idle
 // time starts again.
-func (ss *sessions) get(token string, slide bool) (session, bool) {
+func (ss *sessions) get(_ context.Context, token string, slide bool) (session, error) {
 	h := sha256.Sum256([]byte(token))
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	sess, ok := ss.m[h]
 	if !ok {
-		return session{}, false
+		return session{}, storage.ErrNotFound
 	}
 	now := ss.now()
 	if !now.Before(sess.expires) {
 		delete(ss.m, h)
-		return session{}, false
+		return session{}, storage.ErrNotFound
 	}
 	if slide {
 		sess.expires = now.Add(sessionIdle)
 	}
-	return *sess, true
+	return *sess, nil
 }
 
 // end forgets the session of token.
-func (ss *sessions) end(token string) {
+func (ss *sessions) end(_ context.Context, token string) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	delete(ss.m, sha256.Sum256([]byte(token)))
+	return nil
 }
 
 // len returns the number of sessions held, expired ones included.
@@ -109,6 +154,55 @@ func (ss *sessions) len() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return len(ss.m)
+}
+
+// storedSessions keeps the sessions in the store, valid on every node
+// that shares it (SPEC §10). mem lends its clock, and remembers when this
+// node last removed expired sessions.
+type storedSessions struct {
+	db  storage.Sessions
+	mem *sessions
+}
+
+func (ss storedSessions) create(ctx context.Context, keyID string) (string, error) {
+	now := ss.mem.now()
+	ss.mem.mu.Lock()
+	cleanup := now.Sub(ss.mem.cleaned) >= sessionCleanup
+	if cleanup {
+		ss.mem.cleaned = now
+	}
+	ss.mem.mu.Unlock()
+	if cleanup {
+		// Expired sessions are invisible already; this only bounds the
+		// table, so a failure waits for the next login.
+		_, _ = ss.db.DeleteExpiredSessions(ctx, now)
+	}
+	token := randomToken()
+	if err := ss.db.CreateSession(ctx, sha256.Sum256([]byte(token)), keyID, now.Add(sessionIdle)); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+func (ss storedSessions) get(ctx context.Context, token string, slide bool) (session, error) {
+	h := sha256.Sum256([]byte(token))
+	now := ss.mem.now()
+	s, err := ss.db.Session(ctx, h, now)
+	if err != nil {
+		return session{}, err
+	}
+	sess := session{keyID: s.KeyID, expires: s.Expires}
+	if next := now.Add(sessionIdle); slide && next.Sub(s.Expires) >= sessionTouch {
+		if err := ss.db.TouchSession(ctx, h, next); err != nil {
+			return session{}, err
+		}
+		sess.expires = next
+	}
+	return sess, nil
+}
+
+func (ss storedSessions) end(ctx context.Context, token string) error {
+	return ss.db.DeleteSession(ctx, sha256.Sum256([]byte(token)))
 }
 
 // tokenLen is the length of a randomToken: 32 bytes in base64url.
@@ -174,18 +268,21 @@ func (u *webUI) session(r *http.Request, slide bool) (visitor, error) {
 	if err != nil {
 		return visitor{}, storage.ErrNotFound
 	}
-	sess, ok := u.sessions.get(c.Value, slide)
-	if !ok {
-		return visitor{}, storage.ErrNotFound
+	ss := u.sessionStore()
+	sess, err := ss.get(r.Context(), c.Value, slide)
+	if err != nil {
+		return visitor{}, err
 	}
 	k, err := u.s.db.Key(r.Context(), sess.keyID)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			u.sessions.end(c.Value) // revoked: this session is over for good
+			// Revoked: this session is over for good. A store that keeps
+			// sessions removed it with the key already.
+			_ = ss.end(r.Context(), c.Value)
 		}
 		return visitor{}, err
 	}
-	return visitor{token: c.Value, csrf: sess.csrf, scope: k.Scope}, nil
+	return visitor{token: c.Value, csrf: csrfOf(c.Value), scope: k.Scope}, nil
 }
 
 // toLogin sends r to the login page, which comes back to r's page after.
@@ -336,17 +433,34 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A new token at every login: a token planted before it is worth nothing.
+	ss := u.sessionStore()
 	if old, err := r.Cookie(sessionCookie); err == nil {
-		u.sessions.end(old.Value)
+		if err := ss.end(r.Context(), old.Value); err != nil {
+			u.fail(w, r, err)
+			return
+		}
 	}
-	setCookie(w, r, sessionCookie, u.sessions.create(k.ID))
+	token, err := ss.create(r.Context(), k.ID)
+	if errors.Is(err, storage.ErrNotFound) { // revoked since Authenticate
+		r = withVisitor(r, visitor{csrf: c.Value})
+		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
+		return
+	}
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	setCookie(w, r, sessionCookie, token)
 	u.s.log.InfoContext(r.Context(), "ui login", "key_id", k.ID)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (u *webUI) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if v := visitorOf(r); v.token != "" {
-		u.sessions.end(v.token)
+		if err := u.sessionStore().end(r.Context(), v.token); err != nil {
+			u.fail(w, r, err)
+			return
+		}
 	}
 	clearCookie(w, r, sessionCookie)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -43,6 +43,11 @@ type Options struct {
 	// Log receives what the engine does beyond answering calls: schema
 	// migrations, the loss of the notification connection. Nil discards it.
 	Log *slog.Logger
+	// Hooks are the webhooks (SPEC §9): Deliver writes, in the transaction
+	// of each email, an event for every hook that covers its inbox
+	// (outbox.go). Each needs an ID without 0x00; the IDs are distinct.
+	// Every node of one database should be opened with the same hooks.
+	Hooks []storage.Hook
 }
 
 // ErrSchemaNew means the database holds a schema of a newer burner, which
@@ -74,6 +79,9 @@ type DB struct {
 
 	keys keyCache
 
+	hooks  []storage.Hook   // Options.Hooks, their scopes cleaned
+	events storage.Notifier // woken, per hook id, after a commit that adds events
+
 	stop func() // ends the goroutines below, which wg waits for
 	wg   sync.WaitGroup
 
@@ -95,6 +103,10 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	hooks, err := cleanHooks(opts.Hooks)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -138,6 +150,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		zenc:        zenc,
 		zdec:        zdec,
 		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey), usage: make(map[string]time.Time)},
+		hooks:       hooks,
 	}
 	bg, stop := context.WithCancel(context.Background())
 	db.stop = stop

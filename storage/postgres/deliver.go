@@ -56,6 +56,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// What costs CPU happens here, in the caller's goroutine, so that
 	// concurrent deliveries encode in parallel and their commit only writes.
 	d.row = db.messageRow(d.ids[0], msg)
+	db.planEvents(d, msg, to)
 	if err := db.commits.commit(ctx, db, d); err != nil {
 		return nil, fmt.Errorf("deliver: %w", db.fail(err))
 	}
@@ -72,6 +73,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		}
 		db.notify(d.inboxes[i])
 	}
+	db.notifyEvents(d.events)
 	return emails, nil
 }
 
@@ -119,6 +121,8 @@ type delivery struct {
 	ids      []uuid.UUID
 	to       [][]byte
 	row      messageRow
+	events   []hookEvent // the webhook events of the emails (outbox.go)
+	eventMsg *eventMessage
 
 	err  error
 	done chan bool // receives false when err is set, true to lead the next commit
@@ -316,6 +320,10 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr)
 		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[])`,
 		emailIDs, emailInboxes, emailTimes, messageIDs, emailTo)
+	queued := 2
+	if queueEvents(&b, batch) {
+		queued += 2
+	}
 	var trimmed []string
 	if db.maxPerInbox > 0 {
 		for _, inbox := range inboxes {
@@ -329,7 +337,7 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 	// waiters of these inboxes (listen.go).
 	b.Queue(`SELECT pg_notify($1, $2)`, channel, db.payload(inboxes))
 	res = tx.SendBatch(ctx, &b)
-	for range 2 {
+	for range queued {
 		if _, err := res.Exec(); err != nil {
 			res.Close()
 			return false, err

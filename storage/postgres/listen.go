@@ -53,6 +53,7 @@ func (db *DB) notify(inbox string) {
 // wakeAll wakes every waiter: the notifications of other nodes may have
 // been lost with the connection that listened for them.
 func (db *DB) wakeAll() {
+	db.wakeAllHooks()
 	db.waitedMu.Lock()
 	defer db.waitedMu.Unlock()
 	for inbox := range db.waited {
@@ -132,8 +133,10 @@ func (db *DB) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, listening fun
 			db.wakeAll()
 			continue
 		}
-		for inbox := range strings.SplitSeq(inboxes, "\n") {
+		names := strings.Split(inboxes, "\n")
+		for _, inbox := range names {
 			db.notify(inbox)
 		}
+		db.wakeHooks(names)
 	}
 }

@@ -42,6 +42,15 @@ import (
 //	          transaction, or, when two transactions each deleted one of its
 //	          emails, by Sweep.
 //	keys:     API keys: only the SHA-256 of a secret (storage.HashSecret).
+//	events:   the webhook outbox (SPEC §9, outbox.go): one row per email
+//	          and hook, written in the delivery's transaction, with its
+//	          attempts, when it is due and the lease of the node sending it.
+//	event_messages: what the events of one message share (sender, subject,
+//	          body), once per delivery, keyed by the message's id; it goes
+//	          with its last event.
+//	sessions: web UI sessions (SPEC §10, sessions.go): the SHA-256 of each
+//	          token, its key, and when it expires; a revoked key takes its
+//	          sessions with it.
 //
 // migrations[i] brings a database from version i to i+1.
 var migrations = []string{
@@ -92,6 +101,36 @@ var migrations = []string{
 		inboxes text[] NOT NULL DEFAULT '{}',
 		read_only boolean NOT NULL DEFAULT false
 	);`,
+	`CREATE TABLE event_messages (
+		id uuid PRIMARY KEY,
+		from_addr bytea NOT NULL,
+		from_name bytea NOT NULL,
+		subject bytea,
+		body bytea
+	);
+	CREATE TABLE events (
+		hook text NOT NULL,
+		email uuid NOT NULL,
+		received_at bigint NOT NULL,
+		next_at bigint NOT NULL,
+		attempts integer NOT NULL DEFAULT 0,
+		lease_until bigint NOT NULL DEFAULT 0,
+		lease_node text,
+		lease_owner text,
+		to_addr bytea NOT NULL,
+		message uuid NOT NULL,
+		PRIMARY KEY (hook, email)
+	);
+	CREATE INDEX events_due ON events (hook, next_at);
+	CREATE INDEX events_received ON events (received_at);
+	CREATE INDEX events_message ON events (message);`,
+	`CREATE TABLE sessions (
+		hash bytea PRIMARY KEY,
+		key_id text NOT NULL REFERENCES keys (id) ON DELETE CASCADE,
+		expires bigint NOT NULL
+	);
+	CREATE INDEX sessions_key ON sessions (key_id);
+	CREATE INDEX sessions_expires ON sessions (expires);`,
 }
 
 // schemaVersion is the version this burner writes and reads.

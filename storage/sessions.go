@@ -1,0 +1,43 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+)
+
+// SessionHash is the SHA-256 of a web UI session's token: what a store
+// keeps of it, so that the store holds no usable token.
+type SessionHash [sha256.Size]byte
+
+// Session is a web UI session as a store keeps it (SPEC §10).
+type Session struct {
+	KeyID string // the API key the visitor logged in with
+	// Expires is when the session ends unless a request slides it. A store
+	// writes it at most once a minute per session (TouchSession's caller
+	// decides), so that a page view costs no write.
+	Expires time.Time
+}
+
+// Sessions is a Store that keeps web UI sessions, so that a session made
+// on one node is valid on every node of one database (SPEC §10). It is
+// optional, found by type assertion as Outbox is: an engine without it
+// (bbolt, which one process holds) leaves the sessions to the server's
+// memory. Times are stored to the millisecond.
+type Sessions interface {
+	// CreateSession stores a session for the key keyID until expires.
+	// It returns ErrNotFound when there is no key keyID (revoked).
+	CreateSession(ctx context.Context, hash SessionHash, keyID string, expires time.Time) error
+	// Session returns the session of hash, or ErrNotFound when there is
+	// none or it expired at now.
+	Session(ctx context.Context, hash SessionHash, now time.Time) (Session, error)
+	// TouchSession moves the end of the session of hash to expires. It is
+	// not an error when the session is gone.
+	TouchSession(ctx context.Context, hash SessionHash, expires time.Time) error
+	// DeleteSession ends the session of hash. It is not an error when the
+	// session is gone.
+	DeleteSession(ctx context.Context, hash SessionHash) error
+	// DeleteExpiredSessions removes the sessions expired at now and
+	// returns how many.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+}
