@@ -38,6 +38,12 @@ verifies a copy first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// Refused before anything is opened or written: a database has
+			// its own tools, which copy it hot and consistently.
+			if cfg, err := loadConfig(cmd); err == nil && isPostgres(cfg.Data) {
+				return fmt.Errorf("backup: %s is a PostgreSQL database, which burner does not back up; nothing was written: use pg_dump (pg_dump -Fc -f burner.dump DBNAME), or make a bbolt snapshot with burner copy --from URL --to FILE",
+					showData(cfg.Data))
+			}
 			return withStore(cmd, readOnly, func(st store, cfg Config) error {
 				if args[0] == "-" {
 					_, err := backup(ctx, st, cmd.OutOrStdout())
@@ -59,7 +65,11 @@ verifies a copy first.`,
 // backup writes a consistent copy of st, as it is now, to w, and returns
 // its size.
 func backup(ctx context.Context, st store, w io.Writer) (int64, error) {
-	snap, err := st.Snapshot(ctx)
+	sn, ok := st.(storage.Snapshotter)
+	if !ok {
+		return 0, errors.New("backup: this store takes no hot copy of itself")
+	}
+	snap, err := sn.Snapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -125,12 +135,16 @@ refused.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, readOnly, func(st store, cfg Config) error {
-				r, err := st.Check(cmd.Context())
+				ck, ok := st.(storage.Checker)
+				if !ok {
+					return fmt.Errorf("check: the store %s has no consistency check yet", showData(cfg.Data))
+				}
+				r, err := ck.Check(cmd.Context())
 				if err != nil {
 					return err
 				}
 				out := cmd.OutOrStdout()
-				fmt.Fprintf(out, "%s: schema version %d, %s\n", cfg.Data, r.SchemaVersion, formatBytes(r.FileBytes))
+				fmt.Fprintf(out, "%s: schema version %d, %s\n", showData(cfg.Data), r.SchemaVersion, formatBytes(r.FileBytes))
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nmessages\t%d\nkeys\t%d\n", r.Emails, r.Inboxes, r.Messages, r.Keys)
 				tw.Flush()
@@ -144,7 +158,7 @@ refused.
 				if r.More > 0 {
 					fmt.Fprintf(out, "... and %d more\n", r.More)
 				}
-				return fmt.Errorf("%s: %d problem(s) found; restore a backup (docs/deploy.md)", cfg.Data, len(r.Problems)+r.More)
+				return fmt.Errorf("%s: %d problem(s) found; restore a backup (docs/deploy.md)", showData(cfg.Data), len(r.Problems)+r.More)
 			})
 		},
 	}
@@ -158,7 +172,7 @@ func newStatsCmd() *cobra.Command {
 		Short: "Show what the data file holds: emails, inboxes, size, oldest email, keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd, readOnly, func(st store, _ Config) error {
+			return withStore(cmd, readOnly, func(st store, cfg Config) error {
 				s, err := st.Stats(cmd.Context())
 				if err != nil {
 					return err
@@ -168,8 +182,12 @@ func newStatsCmd() *cobra.Command {
 					oldest = fmt.Sprintf("%s (%s ago)", s.Oldest.UTC().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Second))
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, the data file)\noldest email\t%s\nkeys\t%d\n",
-					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), oldest, s.Keys)
+				what := "the data file"
+				if isPostgres(cfg.Data) {
+					what = "the database"
+				}
+				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\n",
+					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys)
 				// SPEC §9: the webhook events waiting, for a store that keeps them.
 				if ob, ok := st.(interface {
 					Waiting(context.Context) ([]storage.HookWaiting, error)

@@ -14,13 +14,18 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"burner/server"
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/storage/postgres"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -64,54 +69,156 @@ and "keys create" make a new data file; check, stats, inboxes, backup and
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "the TOML config `FILE` (default ./"+defaultConfigFile+" when it exists, else the built-in defaults; see config.example.toml)")
-	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCopyCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd())
 	return root
 }
 
-// store is what the CLI commands need of a data file: the engine, opened
-// by the command itself, or the running server's control socket
-// (server.ControlClient), which answers alike.
+// store is what the CLI commands need of a store: the engine, opened by
+// the command itself, or the running server's control socket
+// (server.ControlClient), which answers alike. Check and backup find
+// storage.Checker and storage.Snapshotter on it by type assertion.
 type store interface {
 	CreateKey(ctx context.Context, name string, scope storage.Scope) (storage.Key, string, error)
 	Keys(ctx context.Context) ([]storage.Key, error)
 	RevokeKey(ctx context.Context, idOrName string) (storage.Key, error)
 	Stats(ctx context.Context) (storage.Stats, error)
 	Inboxes(ctx context.Context) ([]storage.Inbox, error)
-	storage.Checker
-	storage.Snapshotter
 }
 
-// access is what a command may do to the data file when it opens the file
+// access is what a command may do to the store when it opens the store
 // itself.
 type access int
 
 const (
-	// readOnly is for inspection: the file must exist and be a burner data
-	// file of this version's schema, and stays byte for byte as it was.
+	// readOnly is for inspection: the store must exist and be burner's,
+	// of this version's schema, and stays as it was.
 	readOnly access = iota
-	// mustExist changes an existing data file, and never creates one.
+	// mustExist changes an existing store, and never creates one.
 	mustExist
-	// mayCreate creates the data file when there is none.
+	// mayCreate creates the store when there is none.
 	mayCreate
+	// mustBeNew creates the store, and refuses one that exists: the
+	// destination of a copy.
+	mustBeNew
 )
 
+// isPostgres reports whether data names a PostgreSQL database rather than
+// a bbolt file (SPEC §10): a postgres:// or postgresql:// URL.
+func isPostgres(data string) bool {
+	scheme, _, ok := strings.Cut(data, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// showData returns data as it may be shown and logged: a URL without its
+// password.
+func showData(data string) string {
+	if !isPostgres(data) {
+		return data
+	}
+	u, err := url.Parse(data)
+	if err != nil {
+		return "a postgres:// URL that does not parse"
+	}
+	return u.Redacted()
+}
+
+// openData opens the store that cfg.Data names, as mode allows: the bbolt
+// file at a path, or the PostgreSQL database of a URL, whose libpq
+// environment variables (PGPASSWORD, PGPASSFILE, PGSSLMODE, ...) apply.
+// It is the one place where main names an engine.
+func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (storage.Store, error) {
+	hooks := make([]storage.Hook, len(cfg.Webhooks))
+	for i, w := range cfg.Webhooks {
+		hooks[i] = w.webhook().Hook()
+	}
+	if isPostgres(cfg.Data) {
+		return openPostgres(ctx, cfg, mode, hooks, log)
+	}
+	if mode == mustBeNew {
+		if _, err := os.Lstat(cfg.Data); !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w: a copy makes a new data file; name a path where there is none", cfg.Data, storage.ErrNotNew)
+		}
+	}
+	db, err := boltdb.Open(cfg.Data, boltdb.Options{
+		MaxAge:      cfg.Retention.MaxAge.Duration,
+		MaxPerInbox: cfg.Retention.MaxPerInbox,
+		MaxBytes:    cfg.Retention.MaxBytes,
+		Hooks:       hooks,
+		ReadOnly:    mode == readOnly,
+		MustExist:   mode == mustExist,
+		Log:         log,
+	})
+	if err != nil {
+		return nil, openError(cfg.Data, err, mode == mayCreate || mode == mustBeNew)
+	}
+	return db, nil
+}
+
+// openPostgres opens the PostgreSQL database of cfg.Data. Only serve
+// (mayCreate) and copy (mustBeNew) may create burner's schema in it.
+func openPostgres(ctx context.Context, cfg Config, mode access, hooks []storage.Hook, log *slog.Logger) (storage.Store, error) {
+	shown := showData(cfg.Data)
+	if mode != mayCreate {
+		exists, err := postgresSchemaExists(ctx, cfg.Data)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", shown, err)
+		case mode == mustBeNew && exists:
+			return nil, fmt.Errorf("%s: %w: a copy goes to a database without burner's tables", shown, storage.ErrNotNew)
+		case mode != mustBeNew && !exists:
+			return nil, fmt.Errorf("%s: the database holds no burner store; check --data or data in the config file (serve, keys create and copy make one): %w", shown, fs.ErrNotExist)
+		}
+	}
+	db, err := postgres.Open(ctx, cfg.Data, postgres.Options{
+		MaxAge:      cfg.Retention.MaxAge.Duration,
+		MaxPerInbox: cfg.Retention.MaxPerInbox,
+		MaxBytes:    cfg.Retention.MaxBytes,
+		Hooks:       hooks,
+		Log:         log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", shown, err)
+	}
+	return db, nil
+}
+
+// postgresSchemaExists reports whether the database at url holds burner's
+// schema, without changing it.
+//
+// The engine should answer this itself (an option of postgres.Open that
+// refuses a missing or an existing schema under its advisory lock); until
+// it does, main asks the database for the engine's schema table.
+func postgresSchemaExists(ctx context.Context, url string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('burner_schema') IS NOT NULL`).Scan(&exists); err != nil {
+		return false, err
+	}
+	return exists, nil
+}
+
 // openStore returns the running server's control socket when it answers,
-// else the data file, opened as mode allows; done releases it.
+// else the store, opened as mode allows; done releases it. A PostgreSQL
+// store is always opened directly: any number of processes may use it.
 func openStore(cmd *cobra.Command, mode access) (_ store, done func(), _ Config, _ error) {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return nil, nil, Config{}, err
 	}
-	if c, err := server.DialControl(controlSocket(cfg.Data)); err == nil {
-		return c, func() {}, cfg, nil
+	if !isPostgres(cfg.Data) {
+		if c, err := server.DialControl(controlSocket(cfg.Data)); err == nil {
+			return c, func() {}, cfg, nil
+		}
 	}
-	db, err := boltdb.Open(cfg.Data, boltdb.Options{
-		ReadOnly:  mode == readOnly,
-		MustExist: mode == mustExist,
-		Log:       newLogger(cfg.Log, cmd.ErrOrStderr()).With("component", "storage"),
-	})
+	db, err := openData(cmd.Context(), cfg, mode, newLogger(cfg.Log, cmd.ErrOrStderr()).With("component", "storage"))
 	if err != nil {
-		return nil, nil, Config{}, openError(cfg.Data, err, mode == mayCreate)
+		return nil, nil, Config{}, err
 	}
 	return db, func() { db.Close() }, cfg, nil
 }
@@ -143,7 +250,7 @@ func withStore(cmd *cobra.Command, mode access, fn func(st store, cfg Config) er
 }
 
 // dataFlagUsage explains --data, which every command has.
-const dataFlagUsage = "the bbolt data `FILE`; overrides data in the config file"
+const dataFlagUsage = "the store: a bbolt data `FILE`, or a PostgreSQL database as a postgres:// URL; overrides data in the config file"
 
 func addDataFlag(cmd *cobra.Command) {
 	cmd.Flags().String("data", defaultConfig().Data, dataFlagUsage)

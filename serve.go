@@ -22,7 +22,6 @@ import (
 	"burner/server"
 	"burner/smtpd"
 	"burner/storage"
-	"burner/storage/boltdb"
 )
 
 func newServeCmd() *cobra.Command {
@@ -133,20 +132,12 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		}
 	}()
 	webhooks := make([]server.Webhook, len(cfg.Webhooks))
-	hooks := make([]storage.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
 		webhooks[i] = w.webhook()
-		hooks[i] = webhooks[i].Hook()
 	}
-	db, err := boltdb.Open(cfg.Data, boltdb.Options{
-		MaxAge:      cfg.Retention.MaxAge.Duration,
-		MaxPerInbox: cfg.Retention.MaxPerInbox,
-		MaxBytes:    cfg.Retention.MaxBytes,
-		Hooks:       hooks,
-		Log:         log.With("component", "storage"),
-	})
+	db, err := openData(ctx, cfg, mayCreate, log.With("component", "storage"))
 	if err != nil {
-		return nil, openError(cfg.Data, err, true)
+		return nil, err
 	}
 	a.db = db
 	if err := ensureKey(ctx, a.db, notice); err != nil {
@@ -178,8 +169,12 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	if a.httpLn, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
-	if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
-		return nil, err
+	// A PostgreSQL store needs no control socket: the CLI opens the
+	// database itself, as any number of processes may (SPEC §10).
+	if !isPostgres(cfg.Data) {
+		if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
+			return nil, err
+		}
 	}
 	reg := newRegistry(a.db)
 	a.sweptTotal = prometheus.NewCounter(prometheus.CounterOpts{
@@ -194,7 +189,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			return nil, err
 		}
 	} else if len(webhooks) > 0 {
-		return nil, fmt.Errorf("webhooks: the store %s keeps no webhook events", cfg.Data)
+		return nil, fmt.Errorf("webhooks: the store %s keeps no webhook events", showData(cfg.Data))
 	}
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
@@ -262,7 +257,7 @@ func (a *app) run(ctx context.Context) error {
 	defer a.db.Close() // 3. last, once nothing can write
 	defer signal.Stop(a.hup)
 	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "smtp_starttls", a.smtpCert != nil,
-		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", a.data)
+		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", showData(a.data))
 	errc := make(chan error, 3)
 	go func() {
 		err := a.mta.Serve(a.smtpLn)
@@ -276,7 +271,9 @@ func (a *app) run(ctx context.Context) error {
 		}
 		errc <- ignoreClosed(a.httpSrv.Serve(a.httpLn))
 	}()
-	go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
+	if a.ctlLn != nil {
+		go func() { errc <- ignoreClosed(a.ctlSrv.Serve(a.ctlLn)) }()
+	}
 	// The sweeper and the certificate reloader run until shutdown begins.
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	swept, reloaded := make(chan struct{}), make(chan struct{})

@@ -39,6 +39,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "'name' must be 1 to 64 printable characters.")
 	case errors.Is(err, storage.ErrKeyExists):
 		writeError(w, http.StatusConflict, "A key with that name already exists.")
+	case errors.Is(err, storage.ErrUnavailable):
+		// The database is down or out of reach (SPEC §10): the client
+		// should come back, and the sender's MTA does (451).
+		s.log.WarnContext(r.Context(), "storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		unavailable(w)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away: nobody reads this answer, and it is not our fault.
 		s.log.DebugContext(r.Context(), "request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -47,6 +52,17 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, "Internal error.")
 	}
+}
+
+// retryAfter is what a client is told to wait before it asks again while
+// the store cannot be reached: a node serves again within 15 s of the
+// database's return (SPEC §10), so a few tries span it.
+const retryAfter = "5"
+
+// unavailable answers 503 for a store that cannot be reached (SPEC §10).
+func unavailable(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", retryAfter)
+	writeError(w, http.StatusServiceUnavailable, "Storage unavailable.")
 }
 
 // writeJSON answers status with v as JSON.

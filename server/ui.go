@@ -213,6 +213,10 @@ func (u *webUI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		u.render(w, r, http.StatusForbidden, "error", errorPage{Message: string(denied)})
 	case errors.Is(err, storage.ErrNotFound):
 		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Email not found"})
+	case errors.Is(err, storage.ErrUnavailable): // SPEC §10, as the API answers it
+		u.s.log.WarnContext(r.Context(), "storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", retryAfter)
+		u.render(w, r, http.StatusServiceUnavailable, "error", errorPage{Message: "Storage unavailable. Try again in a few seconds."})
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		u.s.log.DebugContext(r.Context(), "request canceled", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:

@@ -1,0 +1,394 @@
+package boltdb
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"burner/storage"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Export calls v's functions for every key, message and webhook event in
+// the file, from one read transaction (storage.Exporter). Messages come
+// in the order of their content keys, which is the order they were
+// committed in.
+func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if v.Key != nil {
+			if err := db.exportKeys(tx, v.Key); err != nil {
+				return err
+			}
+		}
+		if v.Message != nil {
+			if err := exportMessages(ctx, tx, v.Message); err != nil {
+				return err
+			}
+		}
+		if v.Event != nil {
+			return tx.Bucket(bucketEvents).ForEach(func(key, rec []byte) error {
+				e, err := readEvent(tx, key, rec)
+				if err != nil {
+					return fmt.Errorf("event %x: %w", key, err)
+				}
+				return v.Event(e)
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
+// exportKeys gives each key with its last use, the one in memory if it is
+// newer than the file's.
+func (db *DB) exportKeys(tx *bolt.Tx, fn func(storage.StoredKey) error) error {
+	db.usageMu.Lock()
+	usage := make(map[string]time.Time, len(db.usage))
+	for id, t := range db.usage {
+		usage[id] = t
+	}
+	db.usageMu.Unlock()
+	return tx.Bucket(bucketKeys).ForEach(func(id, rec []byte) error {
+		k, hash, err := decodeKey(id, rec)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", id, err)
+		}
+		if t, ok := usage[k.ID]; ok && t.After(k.LastUsed) {
+			k.LastUsed = t
+		}
+		return fn(storage.StoredKey{Key: k, Hash: storage.KeyHash(hash)})
+	})
+}
+
+// exportMessages gives every message with its emails. A content record
+// does not list its emails, so one pass over the emails finds them first:
+// 30-odd bytes of memory per email.
+func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMessage) error) error {
+	emails := tx.Bucket(bucketEmails)
+	byContent := make(map[[8]byte][][]byte)
+	if err := emails.ForEach(func(key, rec []byte) error {
+		if len(rec) < emailFixedLen || len(key) < 17 {
+			return fmt.Errorf("email %x: %w", key, errCorrupt)
+		}
+		ckey := [8]byte(recordContentKey(rec))
+		byContent[ckey] = append(byContent[ckey], key) // valid for the transaction
+		return nil
+	}); err != nil {
+		return err
+	}
+	raws, parts := tx.Bucket(bucketRaw), tx.Bucket(bucketParts)
+	n := 0
+	return tx.Bucket(bucketContents).ForEach(func(ckey, rec []byte) error {
+		if n++; n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		keys := byContent[[8]byte(ckey)]
+		if len(keys) == 0 {
+			return nil // no email left: the sweep of a crashed delete forgot it
+		}
+		// The arrival order of a message's emails is that of their seq.
+		slices.SortFunc(keys, func(a, b []byte) int { return bytes.Compare(a[len(a)-8:], b[len(b)-8:]) })
+		m := &storage.StoredMessage{Emails: make([]storage.Email, len(keys))}
+		for i, key := range keys {
+			e, _, err := decodeEmail(key, emails.Get(key))
+			if err != nil {
+				return fmt.Errorf("email %x: %w", key, err)
+			}
+			m.Emails[i] = e
+		}
+		first := m.Emails[0]
+		m.Message = storage.Message{From: first.From, FromName: first.FromName, Subject: first.Subject}
+		if err := decodeStored(&m.Message, rec, raws.Get(ckey)); err != nil {
+			return fmt.Errorf("content %x: %w", ckey, err)
+		}
+		if v := parts.Get(ckey); v != nil {
+			a, ok, err := decodeParts(v)
+			if err != nil {
+				return fmt.Errorf("attachments %x: %w", ckey, err)
+			}
+			if ok {
+				m.Attachments = &a
+			}
+		}
+		return fn(m)
+	})
+}
+
+// decodeStored fills msg's body, search text, header fields, plain text,
+// links and raw source from a content record and its raw value.
+func decodeStored(msg *storage.Message, rec, raw []byte) error {
+	c, err := decodeContent(rec)
+	if err != nil {
+		return err
+	}
+	cd, err := decodeCold(&c, raw)
+	if err != nil {
+		return err
+	}
+	msg.Text = string(c.text)
+	if c.hasBody {
+		msg.Body = bodyString(c.body)
+		if msg.Body == nil {
+			msg.Body = new(string)
+		}
+	}
+	n, w := binary.Uvarint(c.headers)
+	rest := c.headers[w:]
+	msg.Headers = make([]storage.Header, 0, n)
+	for range n {
+		var name, value []byte
+		name, rest, _ = cutString(rest)
+		value, rest, _ = cutString(rest)
+		msg.Headers = append(msg.Headers, storage.Header{Name: string(name), Value: string(value)})
+	}
+	msg.Plain = string(cd.plain)
+	msg.Links = decodeLinks(cd.links)
+	msg.Raw = bytes.Clone(cd.raw)
+	return nil
+}
+
+// importBatch bounds what one import transaction writes: bbolt keeps a
+// transaction's pages in memory until it commits.
+const (
+	importBatchMessages = 512
+	importBatchBytes    = 32 << 20
+)
+
+// Import copies everything src exports into the file, which must hold no
+// email, key or event (storage.Importer). It writes in transactions of at
+// most a few thousand emails; the emails keep their ids, receivedAt and
+// read flags, the keys their hashes, scopes and times, the events their
+// attempts and due times. No retention is applied and no webhook event
+// made.
+func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(storage.CopyCount)) (storage.CopyCount, error) {
+	var count storage.CopyCount
+	if err := db.bolt.View(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketEmails, bucketContents, bucketKeys, bucketEvents} {
+			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
+				return storage.ErrNotNew
+			}
+		}
+		return nil
+	}); err != nil {
+		return count, fmt.Errorf("import into %s: %w", db.Path(), err)
+	}
+	var (
+		batch []func(*bolt.Tx) error
+		added storage.CopyCount // what batch holds
+		size  int64             // the raw bytes batch holds
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			tx.Bucket(bucketContents).FillPercent = 1.0
+			tx.Bucket(bucketRaw).FillPercent = 1.0
+			for _, put := range batch {
+				if err := put(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		count.Keys += added.Keys
+		count.Messages += added.Messages
+		count.Emails += added.Emails
+		count.Events += added.Events
+		count.Bytes += added.Bytes
+		batch, added, size = batch[:0], storage.CopyCount{}, 0
+		if progress != nil {
+			progress(count)
+		}
+		return ctx.Err()
+	}
+	add := func(put func(*bolt.Tx) error, n int64) error {
+		batch = append(batch, put)
+		if size += n; len(batch) >= importBatchMessages || size >= importBatchBytes {
+			return flush()
+		}
+		return nil
+	}
+	err := src.Export(ctx, storage.ExportVisitor{
+		Key: func(k storage.StoredKey) error {
+			added.Keys++
+			return add(func(tx *bolt.Tx) error { return putKey(tx, k) }, 0)
+		},
+		Message: func(m *storage.StoredMessage) error {
+			put, err := importMessage(m)
+			if err != nil {
+				return err
+			}
+			added.Messages++
+			added.Emails += len(m.Emails)
+			added.Bytes += int64(len(m.Message.Raw))
+			return add(put, int64(len(m.Message.Raw)))
+		},
+		Event: func(e storage.Event) error {
+			put, err := importEvent(e)
+			if err != nil {
+				return err
+			}
+			added.Events++
+			return add(put, int64(len(e.Email.To)))
+		},
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return count, fmt.Errorf("import into %s: %w", db.Path(), err)
+	}
+	return count, nil
+}
+
+// putKey writes a key as it was stored, unless its name or hash is taken.
+func putKey(tx *bolt.Tx, sk storage.StoredKey) error {
+	k := sk.Key
+	if !storage.ValidKeyName(k.Name) || k.ID == "" {
+		return fmt.Errorf("key %q: %w", k.Name, storage.ErrBadKeyName)
+	}
+	scope, err := storage.CleanScope(k.Scope)
+	if err != nil {
+		return fmt.Errorf("key %q: %w", k.Name, err)
+	}
+	k.Scope = scope
+	keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
+	if keys.Get([]byte(k.ID)) != nil || hashes.Get(sk.Hash[:]) != nil {
+		return fmt.Errorf("key %q: %w", k.Name, storage.ErrKeyExists)
+	}
+	if _, _, err := findKey(keys, k.Name); err == nil {
+		return fmt.Errorf("key %q: %w", k.Name, storage.ErrKeyExists)
+	}
+	if err := keys.Put([]byte(k.ID), encodeKey(k, sk.Hash[:])); err != nil {
+		return err
+	}
+	return hashes.Put(sk.Hash[:], []byte(k.ID))
+}
+
+// importMessage encodes m, in the caller's goroutine, and returns what
+// writes it in a transaction.
+func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
+	if len(m.Emails) == 0 {
+		return nil, errors.New("a message without emails")
+	}
+	type email struct {
+		inbox []byte
+		at    time.Time
+		id    uuid.UUID
+		rec   []byte
+	}
+	emails := make([]email, len(m.Emails))
+	for i, e := range m.Emails {
+		id, err := storage.ParseID(e.ID)
+		if err != nil {
+			return nil, fmt.Errorf("email %q: %w", e.ID, err)
+		}
+		local := storage.LocalPart(e.To)
+		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+			return nil, fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
+		}
+		e.From, e.FromName, e.Subject = m.Message.From, m.Message.FromName, m.Message.Subject
+		emails[i] = email{inbox: inboxName(local), at: e.ReceivedAt.UTC().Truncate(time.Millisecond), id: id,
+			rec: encodeEmail(&e, id, make([]byte, 8))}
+	}
+	// Message.Text is the search text as stored, which AppendSearchText
+	// in encodeContent gives back as it is.
+	content, raw := encodeContent(len(emails), &m.Message)
+	var parts []byte
+	if m.Attachments != nil {
+		parts = encodeParts(*m.Attachments)
+	}
+	return func(tx *bolt.Tx) error {
+		contents, eb, ids := tx.Bucket(bucketContents), tx.Bucket(bucketEmails), tx.Bucket(bucketIDs)
+		cseq, err := contents.NextSequence()
+		if err != nil {
+			return err
+		}
+		ckey := be64(cseq)
+		if err := contents.Put(ckey, content); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketRaw).Put(ckey, raw); err != nil {
+			return err
+		}
+		if parts != nil {
+			if err := tx.Bucket(bucketParts).Put(ckey, parts); err != nil {
+				return err
+			}
+		}
+		for _, e := range emails {
+			if ids.Get(e.id[:]) != nil {
+				return fmt.Errorf("email %s: copied twice", e.id)
+			}
+			seq, err := eb.NextSequence()
+			if err != nil {
+				return err
+			}
+			copy(e.rec[18:26], ckey)
+			key := emailKey(e.inbox, e.at, seq)
+			if err := eb.Put(key, e.rec); err != nil {
+				return err
+			}
+			if err := ids.Put(e.id[:], key); err != nil {
+				return err
+			}
+			if err := addCount(tx, e.inbox, 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// importEvent returns what writes e in a transaction, with its own event
+// message record.
+func importEvent(e storage.Event) (func(*bolt.Tx) error, error) {
+	id, err := storage.ParseID(e.Email.ID)
+	if err != nil {
+		return nil, fmt.Errorf("event of email %q: %w", e.Email.ID, err)
+	}
+	if e.Hook == "" || bytes.IndexByte([]byte(e.Hook), 0) >= 0 {
+		return nil, fmt.Errorf("event of email %s: unusable hook id %q", e.Email.ID, e.Hook)
+	}
+	hook := append([]byte(e.Hook), 0)
+	msg := encodeEventMsg(&storage.Message{From: e.Email.From, FromName: e.Email.FromName, Subject: e.Email.Subject, Body: e.Email.Body})
+	received := e.Email.ReceivedAt.UTC().Truncate(time.Millisecond)
+	next := e.Next
+	if next.IsZero() {
+		next = received
+	}
+	return func(tx *bolt.Tx) error {
+		msgs := tx.Bucket(bucketEventMsgs)
+		seq, err := msgs.NextSequence()
+		if err != nil {
+			return err
+		}
+		mkey := be64(seq)
+		if err := msgs.Put(mkey, append(binary.AppendUvarint(nil, 1), msg...)); err != nil {
+			return err
+		}
+		key := eventKey(hook, received, id)
+		if err := tx.Bucket(bucketEvents).Put(key, encodeEvent(e.Attempts, next, mkey, e.Email.To)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketEventsDue).Put(dueKey(key, len(hook), next), nil)
+	}, nil
+}
