@@ -17,9 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"burner/server"
@@ -155,52 +153,29 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 }
 
 // openPostgres opens the PostgreSQL database of cfg.Data. Only serve
-// (mayCreate) and copy (mustBeNew) may create burner's schema in it.
+// (mayCreate) and copy (mustBeNew) may create burner's schema in it; the
+// engine decides under its schema lock.
 func openPostgres(ctx context.Context, cfg Config, mode access, hooks []storage.Hook, log *slog.Logger) (storage.Store, error) {
 	shown := showData(cfg.Data)
-	if mode != mayCreate {
-		exists, err := postgresSchemaExists(ctx, cfg.Data)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s: %w", shown, err)
-		case mode == mustBeNew && exists:
-			return nil, fmt.Errorf("%s: %w: a copy goes to a database without burner's tables", shown, storage.ErrNotNew)
-		case mode != mustBeNew && !exists:
-			return nil, fmt.Errorf("%s: the database holds no burner store; check --data or data in the config file (serve, keys create and copy make one): %w", shown, fs.ErrNotExist)
-		}
-	}
 	db, err := postgres.Open(ctx, cfg.Data, postgres.Options{
 		MaxAge:      cfg.Retention.MaxAge.Duration,
 		MaxPerInbox: cfg.Retention.MaxPerInbox,
 		MaxBytes:    cfg.Retention.MaxBytes,
 		Hooks:       hooks,
 		Log:         log,
+		ReadOnly:    mode == readOnly,
+		MustExist:   mode == mustExist,
+		MustBeNew:   mode == mustBeNew,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, storage.ErrNotNew):
+		return nil, fmt.Errorf("%s: %w: a copy goes to a database without burner's tables", shown, storage.ErrNotNew)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: the database holds no burner store; check --data or data in the config file (serve, keys create and copy make one): %w", shown, fs.ErrNotExist)
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", shown, err)
 	}
 	return db, nil
-}
-
-// postgresSchemaExists reports whether the database at url holds burner's
-// schema, without changing it.
-//
-// The engine should answer this itself (an option of postgres.Open that
-// refuses a missing or an existing schema under its advisory lock); until
-// it does, main asks the database for the engine's schema table.
-func postgresSchemaExists(ctx context.Context, url string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return false, fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT to_regclass('burner_schema') IS NOT NULL`).Scan(&exists); err != nil {
-		return false, err
-	}
-	return exists, nil
 }
 
 // openStore returns the running server's control socket when it answers,

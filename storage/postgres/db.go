@@ -48,11 +48,29 @@ type Options struct {
 	// (outbox.go). Each needs an ID without 0x00; the IDs are distinct.
 	// Every node of one database should be opened with the same hooks.
 	Hooks []storage.Hook
+	// ReadOnly opens the database for inspection: Open never creates or
+	// upgrades the schema, refuses a database without it (an error
+	// wrapping fs.ErrNotExist) or with an older one (ErrSchemaOld), and
+	// every transaction is read-only, so that a write fails; key usage is
+	// not recorded.
+	ReadOnly bool
+	// MustExist opens the database for reading and writing, but Open never
+	// creates or upgrades the schema, as ReadOnly: for commands that
+	// change a store the user named, where a typo must not make a new one.
+	MustExist bool
+	// MustBeNew makes Open refuse a database that holds burner's schema
+	// already, with an error wrapping storage.ErrNotNew, and create it in
+	// one that does not: the destination of a copy (storage.Importer).
+	MustBeNew bool
 }
 
 // ErrSchemaNew means the database holds a schema of a newer burner, which
 // this one cannot read: Open refuses it rather than misread it.
 var ErrSchemaNew = errors.New("storage: the database was written by a newer burner; run that version or a later one")
+
+// ErrSchemaOld means the database holds the schema of an older burner,
+// and Open was asked not to upgrade it (Options.ReadOnly, MustExist).
+var ErrSchemaOld = errors.New("storage: the database has an older schema; run `burner serve` once to upgrade it")
 
 // DB is an open burner database. It is safe for concurrent use.
 type DB struct {
@@ -62,6 +80,7 @@ type DB struct {
 	maxAge      time.Duration
 	maxPerInbox int
 	maxBytes    int64
+	readOnly    bool   // Options.ReadOnly
 	node        string // this DB's name in the payloads of its notifications
 
 	commits committer // the batched commit of Deliver
@@ -93,7 +112,8 @@ type DB struct {
 // under an advisory lock, one node at a time, and starts listening for
 // the deliveries of other nodes. It returns an error wrapping ErrSchemaNew
 // for a database of a newer burner, and storage.ErrUnavailable when the
-// database cannot be reached.
+// database cannot be reached. Options.ReadOnly, MustExist and MustBeNew
+// narrow what it accepts, decided under the same lock.
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -120,11 +140,15 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	if opts.ReadOnly {
+		// The database, not this code, keeps inspection from writing.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	if err := migrate(ctx, pool, opts.Log); err != nil {
+	if err := migrate(ctx, pool, opts, opts.Log); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", unavailable(err))
 	}
@@ -145,6 +169,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		maxAge:      opts.MaxAge,
 		maxPerInbox: opts.MaxPerInbox,
 		maxBytes:    opts.MaxBytes,
+		readOnly:    opts.ReadOnly,
 		node:        storage.NewID().String(),
 		waited:      make(map[string]struct{}),
 		zenc:        zenc,
@@ -228,7 +253,15 @@ func (db *DB) checkRoom(ctx context.Context, n int, fresh bool) error {
 
 // fail returns err, wrapping storage.ErrUnavailable when it says the
 // database could not be reached, and storage.ErrFull when its disk is full.
-func (db *DB) fail(err error) error { return unavailable(err) }
+// A write to a DB opened read-only is refused by the database as one to a
+// standby is, but it is no outage.
+func (db *DB) fail(err error) error {
+	var pgErr *pgconn.PgError
+	if db.readOnly && errors.As(err, &pgErr) && pgErr.Code == "25006" {
+		return fmt.Errorf("the store is open read-only: %w", err)
+	}
+	return unavailable(err)
+}
 
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

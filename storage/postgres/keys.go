@@ -183,7 +183,9 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 		return storage.Key{}, fmt.Errorf("authenticate: %w", err)
 	}
 	k.LastUsed = now
-	db.keys.usage[k.ID] = now
+	if !db.readOnly { // inspection writes nothing, usage included
+		db.keys.usage[k.ID] = now
+	}
 	return k, nil
 }
 

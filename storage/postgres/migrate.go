@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+
+	"burner/storage"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -143,8 +146,10 @@ const (
 	lockSweep  = 0x6275726e00000002
 )
 
-// migrate creates or upgrades the schema, one node at a time.
-func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+// migrate creates or upgrades the schema, one node at a time, unless
+// opts forbid it: ReadOnly and MustExist take only a schema of this
+// version, MustBeNew only a database without one.
+func migrate(ctx context.Context, pool *pgxpool.Pool, opts Options, log *slog.Logger) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -167,8 +172,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 			return fmt.Errorf("read the schema version: %w", err)
 		}
 	}
-	if version > schemaVersion {
+	existing := opts.ReadOnly || opts.MustExist
+	switch {
+	case opts.MustBeNew && exists:
+		return fmt.Errorf("the database holds burner's schema (version %d): %w", version, storage.ErrNotNew)
+	case existing && !exists:
+		return fmt.Errorf("the database holds no burner schema: %w", fs.ErrNotExist)
+	case version > schemaVersion:
 		return fmt.Errorf("database has schema version %d, but this burner reads versions up to %d: %w", version, schemaVersion, ErrSchemaNew)
+	case existing && version < schemaVersion:
+		return fmt.Errorf("database has schema version %d, this burner reads version %d: %w", version, schemaVersion, ErrSchemaOld)
 	}
 	for v := version; v < schemaVersion; v++ {
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

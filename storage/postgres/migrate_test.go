@@ -3,9 +3,11 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"sync"
 	"testing"
 
+	"burner/storage"
 	"burner/storage/postgres"
 
 	"github.com/jackc/pgx/v5"
@@ -58,5 +60,103 @@ func TestRefuseNewerSchema(t *testing.T) {
 			db.Close()
 		}
 		t.Errorf("postgres.Open of a newer schema: %v, want ErrSchemaNew", err)
+	}
+}
+
+// TestOpenModes: ReadOnly and MustExist refuse a database without
+// burner's schema, and create nothing; MustBeNew creates the schema once
+// and refuses it after; ReadOnly and MustExist take only this version's
+// schema, and ReadOnly writes nothing.
+func TestOpenModes(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	schema := func() bool {
+		t.Helper()
+		var exists bool
+		if err := conn.QueryRow(ctx, `SELECT to_regclass('burner_schema') IS NOT NULL`).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		return exists
+	}
+	open := func(opts postgres.Options) error {
+		db, err := postgres.Open(ctx, dbURL, opts)
+		if err == nil {
+			db.Close()
+		}
+		return err
+	}
+	for _, opts := range []postgres.Options{{ReadOnly: true}, {MustExist: true}} {
+		if err := open(opts); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open(%+v) of a database without the schema: %v, want fs.ErrNotExist", opts, err)
+		}
+	}
+	if schema() {
+		t.Fatal("a refused Open made burner's schema")
+	}
+	if err := open(postgres.Options{MustBeNew: true}); err != nil {
+		t.Fatalf("Open(MustBeNew) of a database without the schema: %v", err)
+	}
+	if !schema() {
+		t.Fatal("Open(MustBeNew) made no schema")
+	}
+	if err := open(postgres.Options{MustBeNew: true}); !errors.Is(err, storage.ErrNotNew) {
+		t.Errorf("Open(MustBeNew) of a database with the schema: %v, want ErrNotNew", err)
+	}
+	if err := open(postgres.Options{MustExist: true}); err != nil {
+		t.Errorf("Open(MustExist): %v", err)
+	}
+
+	// Read-only: reads work, and every write is refused by the database.
+	rw := openDB(t, dbURL, postgres.Options{})
+	_, secret, err := rw.CreateKey(ctx, "k", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := postgres.Open(ctx, dbURL, postgres.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, err := ro.Authenticate(ctx, secret); err != nil || k.Name != "k" {
+		t.Errorf("Authenticate read-only: %+v, %v", k, err)
+	}
+	if _, _, err := ro.CreateKey(ctx, "other", storage.Scope{}); err == nil || errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("CreateKey read-only: %v, want a refusal that is no outage", err)
+	}
+	if _, err := ro.Deliver(ctx, &storage.Message{From: "a@x.test", Raw: []byte("\r\n")}, []string{"a@x.test"}); err == nil {
+		t.Error("Deliver read-only succeeded")
+	}
+	if err := ro.Close(); err != nil {
+		t.Errorf("Close read-only: %v", err)
+	}
+	if ks, err := rw.Keys(ctx); err != nil || len(ks) != 1 || !ks[0].LastUsed.IsZero() {
+		t.Errorf("after a read-only Authenticate, keys are %+v, %v; want one, never used", ks, err)
+	}
+
+	// An older schema: inspection and MustExist refuse it, unchanged.
+	var older int
+	if err := conn.QueryRow(ctx, `UPDATE burner_schema SET version = version - 1 RETURNING version`).Scan(&older); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []postgres.Options{{ReadOnly: true}, {MustExist: true}} {
+		if err := open(opts); !errors.Is(err, postgres.ErrSchemaOld) {
+			t.Errorf("Open(%+v) of an older schema: %v, want ErrSchemaOld", opts, err)
+		}
+	}
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != older {
+		t.Errorf("after refusals, the schema version is %d, %v; want %d, unchanged", version, err, older)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE burner_schema SET version = version + 2`); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []postgres.Options{{ReadOnly: true}, {MustExist: true}, {}} {
+		if err := open(opts); !errors.Is(err, postgres.ErrSchemaNew) {
+			t.Errorf("Open(%+v) of a newer schema: %v, want ErrSchemaNew", opts, err)
+		}
 	}
 }
