@@ -406,6 +406,12 @@ func ensureKey(ctx context.Context, db storage.Store, notice io.Writer) error {
 		return nil
 	}
 	_, secret, err := db.CreateKey(ctx, "default", storage.Scope{})
+	if errors.Is(err, storage.ErrKeyExists) {
+		// Nodes that start together on one database all find no key;
+		// the store lets one of them make it (SPEC §10: once, by
+		// whichever starts first), and the others go on without it.
+		return nil
+	}
 	if err != nil {
 		return err
 	}
