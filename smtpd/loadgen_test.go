@@ -5,9 +5,14 @@ package smtpd
 // ceiling in the same run. docs/performance.md says how to run it.
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,10 +20,12 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/jackc/pgx/v5"
 
 	"burner/internal/benchdata"
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/storage/postgres"
 )
 
 // benchMail is one message of a load: its envelope and its data.
@@ -38,15 +45,17 @@ func benchMails(n, inboxes int) []benchMail {
 }
 
 // sendLoad sends n messages, taken in turn from mails, over conns parallel
-// connections to addr, and times each from its end of DATA to the reply.
+// connections to addr (a comma-separated list of servers gets the
+// connections in turn), and times each from its end of DATA to the reply.
 // It returns the time the load took and those times, sorted.
 func sendLoad(tb testing.TB, addr string, conns, n int, mails []benchMail) (time.Duration, []time.Duration) {
 	tb.Helper()
+	addrs := strings.Split(addr, ",")
 	clients := make([]*smtp.Client, conns)
 	for i := range clients {
-		c, err := smtp.Dial(addr)
+		c, err := smtp.Dial(addrs[i%len(addrs)])
 		if err != nil {
-			tb.Fatalf("smtp.Dial(%s): %v", addr, err)
+			tb.Fatalf("smtp.Dial(%s): %v", addrs[i%len(addrs)], err)
 		}
 		if err := c.Hello("loadgen.test"); err != nil {
 			tb.Fatalf("EHLO: %v", err)
@@ -136,8 +145,16 @@ const loadConns = 8
 // connections to the real daemon and, for the ratio, to a server that
 // discards them. It reports msgs/s, the time from the end of DATA to the
 // reply (p50, p99) and cpu-µs/msg, the CPU time of this process (the
-// server's: the generator is another) per message sent. "inboxes=1" delivers into one inbox that holds 10,000
-// emails before the run starts (but in a smoke run: benchdata.SmokeRun).
+// server's: the generator is another) per message sent.
+//
+// "inboxes=100" runs once per engine, each on a fresh store: a bbolt file
+// and, when BURNER_TEST_POSTGRES names a server, a new PostgreSQL database
+// in it (otherwise that one skips, saying why). The PostgreSQL figure
+// includes the database's own CPU only when it runs elsewhere: on one
+// machine it competes with the daemon for the same cores, as in the
+// figures of docs/scale.md. "inboxes=1" delivers into one bbolt inbox
+// that holds 10,000 emails before the run starts (but in a smoke run:
+// benchdata.SmokeRun).
 //
 // The load generator runs as a process of its own (this test binary again,
 // as TestLoadGenerator), as an outside sender would: sharing the servers'
@@ -150,7 +167,20 @@ func BenchmarkIngest(b *testing.B) {
 		runLoad(b, startDiscard(b), 100)
 	})
 	b.Run("inboxes=100", func(b *testing.B) {
-		runLoad(b, startDaemon(b, openDB(b), Options{}), 100)
+		b.Run("engine=bbolt", func(b *testing.B) {
+			runLoad(b, startDaemon(b, openDB(b), Options{}), 100)
+		})
+		b.Run("engine=postgres", func(b *testing.B) {
+			runLoad(b, serveStore(b, openPostgres(b, newDatabase(b))), 100)
+		})
+		// Two nodes on one database, the generator's connections split
+		// between them, as senders split over two MX records of equal
+		// preference.
+		b.Run("nodes=2", func(b *testing.B) {
+			dbURL := newDatabase(b)
+			a, other := serveStore(b, openPostgres(b, dbURL)), serveStore(b, openPostgres(b, dbURL))
+			runLoad(b, a+","+other, 100)
+		})
 	})
 	b.Run("inboxes=1", func(b *testing.B) {
 		var db *boltdb.DB
@@ -161,6 +191,79 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		runLoad(b, startDaemon(b, db, Options{}), 1)
 	})
+}
+
+// serveStore runs the real daemon on db, whatever its engine, on a
+// loopback port, and returns its address; startDaemon does the same for a
+// bbolt file with the test's log.
+func serveStore(b *testing.B, db storage.Deliverer) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := New(db, Options{}, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		if err := <-done; err != nil {
+			b.Errorf("Serve returned %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// newDatabase returns the URL of a new database in the PostgreSQL server
+// named by BURNER_TEST_POSTGRES, dropped when b ends. Without the variable
+// b skips, saying why; under CI=true, which starts a server, it fails
+// instead, as the engine's own tests do.
+func newDatabase(b *testing.B) string {
+	b.Helper()
+	base := os.Getenv("BURNER_TEST_POSTGRES")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			b.Fatal("BURNER_TEST_POSTGRES is not set, and CI=true needs the PostgreSQL benchmark to run (.ci/run starts a PostgreSQL)")
+		}
+		b.Skip("BURNER_TEST_POSTGRES is not set: no PostgreSQL to measure (set it to a connection URL, e.g. postgres:///postgres?host=/tmp/pg&user=postgres)")
+	}
+	ctx := context.Background()
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatalf("parse BURNER_TEST_POSTGRES: %v", err)
+	}
+	var r [6]byte
+	rand.Read(r[:])
+	name := "burner_bench_" + hex.EncodeToString(r[:])
+	admin := func(sql string) {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			b.Fatalf("connect to BURNER_TEST_POSTGRES: %v", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			b.Fatalf("%s: %v", sql, err)
+		}
+	}
+	admin("CREATE DATABASE " + name)
+	// Cleanups run last first: the stores opened on it close before it goes.
+	b.Cleanup(func() { admin("DROP DATABASE " + name + " WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String()
+}
+
+// openPostgres opens burner's store in the database at dbURL, closed when
+// b ends.
+func openPostgres(b *testing.B, dbURL string) *postgres.DB {
+	b.Helper()
+	db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+	if err != nil {
+		b.Fatalf("postgres.Open: %v", err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
 }
 
 // runLoad sends b.N messages spread over inboxes inboxes to addr from a

@@ -91,6 +91,14 @@ func inboxOf(b *testing.B, n int) *postgres.DB {
 	return db
 }
 
+// reportP50 reports the median of the times of b's operations, the
+// figure issue 14 sets targets for: ns/op is their mean, which a few slow
+// queries (an autovacuum, a checkpoint) pull up.
+func reportP50(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(benchdata.Percentile(lat, 50).Microseconds())/1000, "p50-ms")
+}
+
 // BenchmarkList lists the newest 10 emails of an inbox of 100 and of one
 // of 10,000.
 func BenchmarkList(b *testing.B) {
@@ -102,11 +110,15 @@ func BenchmarkList(b *testing.B) {
 			db := inboxOf(b, n)
 			q := storage.Query{LocalPart: "bench0", Limit: 10}
 			b.ReportAllocs()
+			var lat []time.Duration
 			for b.Loop() {
+				start := time.Now()
 				if es, err := db.List(context.Background(), q); err != nil || len(es) != q.Limit {
 					b.Fatalf("List(%+v) = %d emails, %v; want 10", q, len(es), err)
 				}
+				lat = append(lat, time.Since(start))
 			}
+			reportP50(b, lat)
 		})
 	}
 }
@@ -133,26 +145,36 @@ func BenchmarkFilter(b *testing.B) {
 			q := tc.q
 			q.LocalPart, q.Limit = "bench0", 10
 			b.ReportAllocs()
+			var lat []time.Duration
 			for b.Loop() {
+				start := time.Now()
 				if es, err := db.List(context.Background(), q); err != nil || len(es) != 0 {
 					b.Fatalf("List(%+v) = %d emails, %v; want none", q, len(es), err)
 				}
+				lat = append(lat, time.Since(start))
 			}
+			reportP50(b, lat)
 		})
 	}
 }
 
-// BenchmarkWakeAcrossNodes measures a delivery on node A to the wake-up
-// of a waiter on node B (SPEC §10: LISTEN/NOTIFY, no polling).
+// BenchmarkWakeAcrossNodes measures a delivery on node A to the answer of
+// a waiter on node B (SPEC §10: LISTEN/NOTIFY, no polling): from the call
+// of Deliver on A to B's List, run when B's Changed fires, holding the
+// email. Both nodes are opened on one database in this process, as two
+// burner nodes on one machine would be, each with its own pool and its
+// own listening connection.
 func BenchmarkWakeAcrossNodes(b *testing.B) {
 	dbURL := testDatabase(b)
 	a, other := openDB(b, dbURL, postgres.Options{}), openDB(b, dbURL, postgres.Options{})
 	msgs, _ := benchdata.Messages(1, 1)
+	q := storage.Query{LocalPart: "wake", Limit: 1}
 	var lat []time.Duration
 	for b.Loop() {
 		woken := other.Changed("wake")
 		start := time.Now()
-		if _, err := a.Deliver(context.Background(), msgs[0], []string{"wake@x.org"}); err != nil {
+		got, err := a.Deliver(context.Background(), msgs[0], []string{"wake@x.org"})
+		if err != nil {
 			b.Fatal(err)
 		}
 		select {
@@ -160,9 +182,12 @@ func BenchmarkWakeAcrossNodes(b *testing.B) {
 		case <-time.After(5 * time.Second):
 			b.Fatal("node B not woken within 5 s of a delivery on A")
 		}
+		es, err := other.List(context.Background(), q)
+		if err != nil || len(es) != 1 || es[0].ID != got[0].ID {
+			b.Fatalf("List on B after the wake-up = %d emails, %v; want the one delivered on A", len(es), err)
+		}
 		lat = append(lat, time.Since(start))
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(benchdata.Percentile(lat, 50).Microseconds())/1000, "p50-ms")
+	reportP50(b, lat)
 	b.ReportMetric(float64(benchdata.Percentile(lat, 99).Microseconds())/1000, "p99-ms")
 }
