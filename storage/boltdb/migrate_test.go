@@ -389,8 +389,8 @@ func TestVersionFourFileUpgrades(t *testing.T) {
 		t.Fatalf("Open of a version 4 file: %v", err)
 	}
 	defer db.Close()
-	if v := fileVersion(t, db.bolt); v != schemaVersion || schemaVersion != 5 {
-		t.Errorf("after Open the file is at version %d (schemaVersion %d), want 5", v, schemaVersion)
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
 	}
 	deliver(t, db, "three", "carol@x.org")
 	w, err := db.Waiting(context.Background())
@@ -399,5 +399,60 @@ func TestVersionFourFileUpgrades(t *testing.T) {
 	}
 	if err := migrate(db.bolt, migrations[:3], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
 		t.Errorf("a burner of version 4 opening it: %v, want ErrSchemaNew", err)
+	}
+}
+
+// TestVersionFiveFileUpgrades: a file of version 5, whose events share
+// their message record, opens at the current version with its pending
+// event sent and removed with its message, and new single events are
+// written inline; a burner that knows only version 5, which would call an
+// inline record corrupt, refuses it.
+func TestVersionFiveFileUpgrades(t *testing.T) {
+	ctx := context.Background()
+	path := makeFile(t)
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
+	id := storage.NewID()
+	put, err := importEvent(storage.Event{Hook: "h", Email: storage.Email{ID: id.String(), To: "old@x.test", From: "s@x.test", Body: new("kept"), ReceivedAt: received}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		if err := put(tx); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte{5})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	db, err := Open(path, Options{Hooks: []storage.Hook{{ID: "h"}}})
+	if err != nil {
+		t.Fatalf("Open of a version 5 file: %v", err)
+	}
+	defer db.Close()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	evs, err := db.ClaimEvents(ctx, storage.Claim{Hook: "h", Now: time.Now(), Lease: time.Minute, Max: 10})
+	if err != nil || len(evs) != 1 || evs[0].Email.ID != id.String() || evs[0].Email.Body == nil || *evs[0].Email.Body != "kept" {
+		t.Fatalf("ClaimEvents on the upgraded file = %+v, %v; want the version 5 event with its body", evs, err)
+	}
+	db.CompleteEvent(ctx, evs[0])
+	if err := db.flushOutbox(); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := bucketLen(t, db, bucketEvents), bucketLen(t, db, bucketEventMsgs); n+m != 0 {
+		t.Errorf("after the version 5 event was sent: %d events and %d messages, want none", n, m)
+	}
+	deliver(t, db, "three", "carol@x.org")
+	if n, m := bucketLen(t, db, bucketEvents), bucketLen(t, db, bucketEventMsgs); n != 1 || m != 0 {
+		t.Errorf("after a delivery making one event: %d events and %d messages, want 1 inline and none", n, m)
+	}
+	if err := migrate(db.bolt, migrations[:4], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
+		t.Errorf("a burner of version 5 opening it: %v, want ErrSchemaNew", err)
 	}
 }

@@ -31,6 +31,14 @@ import (
 //
 //	version(1) uvarint(attempts) be64(next unix ms) be64(message seq) uvarint-prefixed to
 //
+// or, for the only event of its delivery, which shares its message with
+// no other (version eventInline),
+//
+//	version(1) uvarint(attempts) be64(next unix ms) uvarint-prefixed to, s2 block
+//
+// with the s2 block of an event message record inline: the commit then
+// writes no eventmsgs page for it.
+//
 // What the recipients of one message share (sender, subject and body, up to
 // the body cap of 1 MiB) is written once per Deliver, for all its events,
 // as an event message record: uvarint(refs) then one s2 block of
@@ -50,6 +58,7 @@ var (
 
 const (
 	eventVersion    = 1
+	eventInline     = 2      // the event message inline (schema version 6)
 	eventHasSubject = 1 << 0 // event message flags
 	eventHasBody    = 1 << 1
 )
@@ -131,6 +140,16 @@ func encodeEventMsg(msg *storage.Message) []byte {
 // putEvents writes the events of d in tx, after put has decided the
 // receivedAt of its emails: each is due at once.
 func (d *delivery) putEvents(tx *bolt.Tx) error {
+	events, due := tx.Bucket(bucketEvents), tx.Bucket(bucketEventsDue)
+	if len(d.events) == 1 {
+		ev := d.events[0]
+		t := d.times[ev.email]
+		key := eventKey(ev.hook, t, d.ids[ev.email])
+		if err := events.Put(key, encodeEventInline(0, t, d.to[ev.email], d.eventMsg)); err != nil {
+			return err
+		}
+		return due.Put(dueKey(key, len(ev.hook), t), nil)
+	}
 	msgs := tx.Bucket(bucketEventMsgs)
 	seq, err := msgs.NextSequence()
 	if err != nil {
@@ -141,7 +160,6 @@ func (d *delivery) putEvents(tx *bolt.Tx) error {
 	if err := msgs.Put(mkey, append(rec, d.eventMsg...)); err != nil {
 		return err
 	}
-	events, due := tx.Bucket(bucketEvents), tx.Bucket(bucketEventsDue)
 	for _, ev := range d.events {
 		t := d.times[ev.email]
 		key := eventKey(ev.hook, t, d.ids[ev.email])
@@ -181,15 +199,47 @@ func encodeEvent(attempts int, next time.Time, mkey []byte, to string) []byte {
 	return appendString(b, to)
 }
 
+func encodeEventInline(attempts int, next time.Time, to string, msg []byte) []byte {
+	b := make([]byte, 0, 1+10+8+len(to)+2+len(msg))
+	b = append(b, eventInline)
+	b = binary.AppendUvarint(b, uint64(attempts))
+	b = binary.BigEndian.AppendUint64(b, uint64(next.UnixMilli()))
+	b = appendString(b, to)
+	return append(b, msg...)
+}
+
 // eventRecord is an event record decoded.
 type eventRecord struct {
 	attempts int
 	next     time.Time
-	mkey     []byte
+	mkey     []byte // the shared message's key; nil when inline
 	to       string
+	inline   []byte // the message's s2 block when inline
+}
+
+// encode returns the record of r with attempts and next.
+func (r eventRecord) encode(attempts int, next time.Time) []byte {
+	if r.mkey == nil {
+		return encodeEventInline(attempts, next, r.to, r.inline)
+	}
+	return encodeEvent(attempts, next, r.mkey, r.to)
 }
 
 func decodeEventRecord(v []byte) (eventRecord, error) {
+	if len(v) >= 1 && v[0] == eventInline {
+		n, w := binary.Uvarint(v[1:])
+		if w <= 0 || len(v) < 1+w+8 {
+			return eventRecord{}, errCorrupt
+		}
+		rest := v[1+w:]
+		r := eventRecord{attempts: int(n), next: time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC()}
+		to, msg, ok := cutString(rest[8:])
+		if !ok {
+			return eventRecord{}, errCorrupt
+		}
+		r.to, r.inline = string(to), msg
+		return r, nil
+	}
 	if len(v) < 1 || v[0] != eventVersion {
 		return eventRecord{}, errCorrupt
 	}
@@ -228,12 +278,16 @@ func readEvent(tx *bolt.Tx, key, v []byte) (storage.Event, error) {
 	if err != nil {
 		return storage.Event{}, err
 	}
-	m := tx.Bucket(bucketEventMsgs).Get(r.mkey)
-	_, w := binary.Uvarint(m)
-	if w <= 0 {
-		return storage.Event{}, errCorrupt
+	block := r.inline
+	if r.mkey != nil {
+		m := tx.Bucket(bucketEventMsgs).Get(r.mkey)
+		_, w := binary.Uvarint(m)
+		if w <= 0 {
+			return storage.Event{}, errCorrupt
+		}
+		block = m[w:]
 	}
-	b, err := s2.Decode(nil, m[w:])
+	b, err := s2.Decode(nil, block)
 	if err != nil || len(b) < 1 {
 		return storage.Event{}, errCorrupt
 	}
@@ -413,7 +467,7 @@ func (db *DB) flushOutbox() error {
 				}
 				continue
 			}
-			if err := events.Put(key, encodeEvent(op.attempts, op.next, r.mkey, r.to)); err != nil {
+			if err := events.Put(key, r.encode(op.attempts, op.next)); err != nil {
 				return err
 			}
 			if err := due.Put(dueKey(key, n, op.next), nil); err != nil {
@@ -435,10 +489,11 @@ func (db *DB) flushOutbox() error {
 	return nil
 }
 
-// deleteEvent removes the events record key, whose message is mkey, and
-// the message with its last event. The caller removes its due key.
+// deleteEvent removes the events record key, whose message is mkey (nil:
+// inline), and the message with its last event. The caller removes its
+// due key.
 func deleteEvent(tx *bolt.Tx, key, mkey []byte) error {
-	if err := tx.Bucket(bucketEvents).Delete(key); err != nil {
+	if err := tx.Bucket(bucketEvents).Delete(key); err != nil || mkey == nil {
 		return err
 	}
 	msgs := tx.Bucket(bucketEventMsgs)
