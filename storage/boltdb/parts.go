@@ -2,7 +2,6 @@ package boltdb
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 
 	"burner/storage"
@@ -18,19 +17,8 @@ import (
 // index, and deleteEmail drops it with the last reference to the content.
 // An index is computed by its reader (the server walks the MIME tree; this
 // package imports no MIME parser) the first time a message's files are
-// asked for, so that delivery pays nothing for it. An index is
-//
-//	version(1) flags(1) uvarint(rules) uvarint(more) uvarint(number of files)
-//	for each file: uvarint-prefixed filename, content type, content id; uvarint(size)
-//
-// version is partsVersion; a record of another version reads as no index,
-// so that its reader computes it again and overwrites it. flags has
-// partsPartial when the walk stopped before the end of the message. rules
-// is the reader's own version of how it finds files (Attachments.Rules).
-const (
-	partsVersion = 1
-	partsPartial = 1 << 0
-)
+// asked for, so that delivery pays nothing for it. The index is encoded as
+// every engine encodes it (storage.EncodeAttachments).
 
 // Attachments returns the stored attachment index of the message of email
 // id, and false when none is stored yet. It returns ErrNotFound when there
@@ -74,70 +62,14 @@ func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachmen
 	return nil
 }
 
-func encodeParts(a storage.Attachments) []byte {
-	var flags byte
-	if a.Partial {
-		flags |= partsPartial
-	}
-	b := []byte{partsVersion, flags}
-	b = binary.AppendUvarint(b, uint64(a.Rules))
-	b = binary.AppendUvarint(b, uint64(a.More))
-	b = binary.AppendUvarint(b, uint64(len(a.Files)))
-	for _, f := range a.Files {
-		b = appendString(b, f.Filename)
-		b = appendString(b, f.ContentType)
-		b = appendString(b, f.ContentID)
-		b = binary.AppendUvarint(b, uint64(f.Size))
-	}
-	return b
-}
+// encodeParts and decodeParts are the shared encoding (storage.
+// EncodeAttachments), with damage reported as this engine's errCorrupt.
+func encodeParts(a storage.Attachments) []byte { return storage.EncodeAttachments(a) }
 
-// decodeParts decodes an index; ok is false for a version it does not
-// know, and the error errCorrupt for a damaged record.
-func decodeParts(v []byte) (a storage.Attachments, ok bool, err error) {
-	if len(v) < 2 {
-		return storage.Attachments{}, false, errCorrupt
+func decodeParts(v []byte) (storage.Attachments, bool, error) {
+	a, ok, err := storage.DecodeAttachments(v)
+	if err != nil {
+		return storage.Attachments{}, false, fmt.Errorf("%w: %w", errCorrupt, err)
 	}
-	if v[0] != partsVersion {
-		return storage.Attachments{}, false, nil
-	}
-	a.Partial = v[1]&partsPartial != 0
-	b := v[2:]
-	var nums [3]uint64
-	for i := range nums {
-		n, w := binary.Uvarint(b)
-		if w <= 0 {
-			return storage.Attachments{}, false, errCorrupt
-		}
-		nums[i], b = n, b[w:]
-	}
-	rules, more, files := nums[0], nums[1], nums[2]
-	// Each file takes at least four bytes: a count beyond that is damage,
-	// not a reason to allocate.
-	if rules > 1<<31 || more > 1<<31 || files > uint64(len(b))/4 {
-		return storage.Attachments{}, false, errCorrupt
-	}
-	a.Rules, a.More = int(rules), int(more)
-	if files > 0 {
-		a.Files = make([]storage.Attachment, files)
-	}
-	for i := range a.Files {
-		var s [3][]byte
-		for j := range s {
-			var ok bool
-			if s[j], b, ok = cutString(b); !ok {
-				return storage.Attachments{}, false, errCorrupt
-			}
-		}
-		size, w := binary.Uvarint(b)
-		if w <= 0 || size > 1<<62 {
-			return storage.Attachments{}, false, errCorrupt
-		}
-		b = b[w:]
-		a.Files[i] = storage.Attachment{Filename: string(s[0]), ContentType: string(s[1]), ContentID: string(s[2]), Size: int64(size)}
-	}
-	if len(b) != 0 {
-		return storage.Attachments{}, false, errCorrupt
-	}
-	return a, true, nil
+	return a, ok, nil
 }

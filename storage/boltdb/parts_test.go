@@ -3,7 +3,6 @@ package boltdb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -74,7 +73,7 @@ func TestCheckFindsDamagedParts(t *testing.T) {
 		}, "attachment index 00000000000003e7 belongs to no message"},
 		{"damaged index", func(tx *bolt.Tx) error {
 			k, _ := tx.Bucket(bucketContents).Cursor().First()
-			return tx.Bucket(bucketParts).Put(k, []byte{partsVersion, 0, 0, 0, 5})
+			return tx.Bucket(bucketParts).Put(k, []byte{1, 0, 0, 0, 5})
 		}, "corrupt record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,31 +90,6 @@ func TestCheckFindsDamagedParts(t *testing.T) {
 				t.Errorf("Check found %q, want a problem saying %q", r.Problems, tc.want)
 			}
 		})
-	}
-}
-
-func TestDecodeParts(t *testing.T) {
-	full := encodeParts(storage.Attachments{Files: []storage.Attachment{{Filename: "a", ContentType: "b", ContentID: "c", Size: 1 << 40}}, More: 1})
-	// Every cut of a sound record is damage, never a panic or a short index.
-	for n := range len(full) {
-		if _, ok, err := decodeParts(full[:n]); ok || !errors.Is(err, errCorrupt) {
-			t.Errorf("decodeParts(first %d of %d bytes) = %v, %v; want errCorrupt", n, len(full), ok, err)
-		}
-	}
-	if _, ok, err := decodeParts(append(full, 0)); ok || !errors.Is(err, errCorrupt) {
-		t.Errorf("decodeParts with a trailing byte = %v, %v; want errCorrupt", ok, err)
-	}
-	// A count of files the record cannot hold is refused before allocating.
-	if _, _, err := decodeParts([]byte{partsVersion, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}); !errors.Is(err, errCorrupt) {
-		t.Errorf("decodeParts of a huge count = %v, want errCorrupt", err)
-	}
-	// Another version reads as no index, to be computed again.
-	other := append([]byte{partsVersion + 1}, full[1:]...)
-	if a, ok, err := decodeParts(other); ok || err != nil {
-		t.Errorf("decodeParts of version %d = %+v, %v, %v; want no index and no error", partsVersion+1, a, ok, err)
-	}
-	if got := fmt.Sprintf("%x", encodeParts(storage.Attachments{Partial: true, Rules: 2, More: 300})); got != "010102ac0200" {
-		t.Errorf("encodeParts = %s, want 010102ac0200 (the documented layout)", got)
 	}
 }
 
