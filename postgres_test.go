@@ -3,72 +3,28 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"burner/internal/pgtest"
 	"burner/server"
 	"burner/storage"
 	"burner/storage/boltdb"
 	"burner/storage/postgres"
 )
 
-// testDatabase returns the URL of a new, empty database in the server of
-// BURNER_TEST_POSTGRES, dropped when t ends. Without it the test skips,
-// but under CI=true it fails: CI starts a server. (storage/postgres has
-// its own: a test helper cannot be shared across packages but through
-// internal/, for two uses.)
+// testDatabase returns the URL of a new, empty database (pgtest.Database).
 func testDatabase(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("BURNER_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BURNER_TEST_POSTGRES is not set, and CI=true needs these tests to run (.ci/run starts a PostgreSQL)")
-		}
-		t.Skip("BURNER_TEST_POSTGRES is not set: no PostgreSQL to test against")
-	}
-	ctx := context.Background()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse BURNER_TEST_POSTGRES: %v", err)
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to BURNER_TEST_POSTGRES: %v", err)
-	}
-	defer admin.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "burner_main_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		admin, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("connect to drop %s: %v", name, err)
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.Database(t)
 }
 
 // schemaExists reports whether the database at url holds burner's schema

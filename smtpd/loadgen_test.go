@@ -6,13 +6,10 @@ package smtpd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,9 +17,9 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
-	"github.com/jackc/pgx/v5"
 
 	"burner/internal/benchdata"
+	"burner/internal/pgtest"
 	"burner/storage"
 	"burner/storage/boltdb"
 	"burner/storage/postgres"
@@ -216,42 +213,12 @@ func serveStore(b *testing.B, db storage.Deliverer) string {
 	return ln.Addr().String()
 }
 
-// newDatabase returns the URL of a new database in the PostgreSQL server
-// named by BURNER_TEST_POSTGRES, dropped when b ends. Without the variable
-// b skips, saying why; under CI=true, which starts a server, it fails
-// instead, as the engine's own tests do.
+// newDatabase returns the URL of a new, empty database (pgtest.Database):
+// without BURNER_TEST_POSTGRES the PostgreSQL benchmarks skip, saying why,
+// and under CI=true they fail.
 func newDatabase(b *testing.B) string {
 	b.Helper()
-	base := os.Getenv("BURNER_TEST_POSTGRES")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			b.Fatal("BURNER_TEST_POSTGRES is not set, and CI=true needs the PostgreSQL benchmark to run (.ci/run starts a PostgreSQL)")
-		}
-		b.Skip("BURNER_TEST_POSTGRES is not set: no PostgreSQL to measure (set it to a connection URL, e.g. postgres:///postgres?host=/tmp/pg&user=postgres)")
-	}
-	ctx := context.Background()
-	u, err := url.Parse(base)
-	if err != nil {
-		b.Fatalf("parse BURNER_TEST_POSTGRES: %v", err)
-	}
-	var r [6]byte
-	rand.Read(r[:])
-	name := "burner_bench_" + hex.EncodeToString(r[:])
-	admin := func(sql string) {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			b.Fatalf("connect to BURNER_TEST_POSTGRES: %v", err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			b.Fatalf("%s: %v", sql, err)
-		}
-	}
-	admin("CREATE DATABASE " + name)
-	// Cleanups run last first: the stores opened on it close before it goes.
-	b.Cleanup(func() { admin("DROP DATABASE " + name + " WITH (FORCE)") })
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.Database(b)
 }
 
 // openPostgres opens burner's store in the database at dbURL, closed when

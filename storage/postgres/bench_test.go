@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"burner/internal/benchdata"
+	"burner/internal/pgtest"
 	"burner/storage"
 	"burner/storage/boltdb"
 	"burner/storage/postgres"
@@ -72,7 +73,7 @@ func inboxOf(b *testing.B, n int) *postgres.DB {
 	if db, ok := filled.dbs[n]; ok {
 		return db
 	}
-	dbURL, drop, err := createDatabase(context.Background())
+	dbURL, drop, err := pgtest.Create(context.Background())
 	if err != nil {
 		b.Fatal(err)
 	}
