@@ -82,7 +82,7 @@ type DB struct {
 	maxPerInbox int
 	maxBytes    int64
 
-	commits committer // the group commit of Deliver
+	commits storage.GroupCommit[*delivery] // the group commit of Deliver
 
 	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
 	outbox outbox         // leases and outcomes of webhook events (outbox.go)
@@ -175,6 +175,7 @@ func Open(path string, opts Options) (*DB, error) {
 		usage:       make(map[string]time.Time),
 		stop:        make(chan struct{}),
 	}
+	db.commits.Max = maxBatch
 	if !opts.ReadOnly {
 		db.flushed.Add(1)
 		go db.flushUsageEvery(opts.UsageFlushInterval)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"burner/storage"
@@ -36,7 +35,6 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		records:  make([][]byte, len(to)),
 		ids:      make([]uuid.UUID, len(to)),
 		to:       to,
-		done:     make(chan bool, 1),
 	}
 	emails := make([]storage.Email, len(to))
 	locals := make([]string, len(to))
@@ -66,7 +64,8 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// share only writes.
 	d.content, d.raw = encodeContent(len(to), msg)
 	db.planEvents(d, msg, locals)
-	if err := db.commits.commit(db, d); err != nil {
+	db.commits.Do(d, db.commitBatch)
+	if err := d.err; err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	for i, inbox := range d.inboxes {
@@ -91,8 +90,8 @@ type delivery struct {
 	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
 	eventMsg []byte      // what the events share, encoded
 
-	err  error
-	done chan bool // receives false when err is set, true to lead the next commit
+	err error // the outcome of its commit, set by commitBatch
+
 }
 
 // put writes d in tx. It may run again in a new transaction when the one
@@ -153,60 +152,8 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 	return nil
 }
 
-// committer is the group commit of Deliver (SPEC §2: 250 only after the
-// fsync, and an fsync per message would cap ingest at the disk's sync
-// rate). A delivery that finds no commit running leads one: it commits
-// every delivery queued, its own included, in one transaction. Deliveries
-// that arrive meanwhile queue, and the first of them leads the next commit
-// once this one is on disk. Unlike bbolt's DB.Batch, which waits up to
-// MaxBatchDelay (10 ms) for company, nobody waits for anything but the
-// commit in progress: alone, a delivery commits at once; under load, a
-// commit takes all that queued while the last one synced.
-type committer struct {
-	mu      sync.Mutex
-	queue   []*delivery
-	leading bool // a commit is running, and its leader will hand on
-}
-
-// maxBatch bounds the deliveries of one transaction.
+// maxBatch bounds the deliveries of one transaction (storage.GroupCommit).
 const maxBatch = 256
-
-// commit commits d, alone or with others, and returns its outcome.
-func (c *committer) commit(db *DB, d *delivery) error {
-	c.mu.Lock()
-	c.queue = append(c.queue, d)
-	if c.leading {
-		c.mu.Unlock()
-		if lead := <-d.done; !lead {
-			return d.err
-		}
-		c.mu.Lock()
-	}
-	c.leading = true
-	n := min(len(c.queue), maxBatch)
-	batch := c.queue[:n:n]
-	c.queue = append([]*delivery(nil), c.queue[n:]...)
-	c.mu.Unlock()
-
-	defer func() {
-		// Hand on, even after a panic: the queue must not wait for a
-		// leader that is gone.
-		c.mu.Lock()
-		if len(c.queue) > 0 {
-			c.queue[0].done <- true
-		} else {
-			c.leading = false
-		}
-		c.mu.Unlock()
-		for _, o := range batch {
-			if o != d {
-				o.done <- false
-			}
-		}
-	}()
-	db.commitBatch(batch)
-	return d.err
-}
 
 // commitBatch writes batch in one transaction and sets the err of each
 // delivery. When that transaction fails, each delivery is retried alone,

@@ -3,79 +3,12 @@ package boltdb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"testing"
-	"time"
 
 	"burner/storage"
-
-	bolt "go.etcd.io/bbolt"
 )
-
-// txID returns the id of the last committed write transaction.
-func txID(t *testing.T, db *DB) int {
-	t.Helper()
-	var id int
-	if err := db.bolt.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
-// TestGroupCommit: deliveries that queue while a commit runs share the
-// next one, at most maxBatch to a transaction. The test holds the lead
-// itself, as a running commit would, until all have queued.
-func TestGroupCommit(t *testing.T) {
-	db := openDB(t, Options{})
-	const n = maxBatch + 44
-	db.commits.mu.Lock()
-	db.commits.leading = true
-	db.commits.mu.Unlock()
-	before := txID(t, db)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			msg := &storage.Message{Subject: ptr(fmt.Sprint("m", i)), Raw: []byte("x")}
-			_, err := db.Deliver(context.Background(), msg, []string{fmt.Sprintf("in%d@x.org", i%5)})
-			errs <- err
-		}()
-	}
-	queued := func() int {
-		db.commits.mu.Lock()
-		defer db.commits.mu.Unlock()
-		return len(db.commits.queue)
-	}
-	for deadline := time.Now().Add(10 * time.Second); queued() < n; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries queued after 10 s", queued(), n)
-		}
-	}
-	db.commits.mu.Lock()
-	db.commits.queue[0].done <- true // hand on, as the end of a commit does
-	db.commits.mu.Unlock()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("Deliver: %v", err)
-		}
-	}
-	if got := txID(t, db) - before; got != 2 {
-		t.Errorf("%d queued deliveries took %d transactions, want 2 (%d, then %d)", n, got, maxBatch, n-maxBatch)
-	}
-	if st, err := db.Stats(context.Background()); err != nil || st.Emails != n {
-		t.Errorf("Stats = %+v, %v; want %d emails", st, err, n)
-	}
-	if db.commits.leading || len(db.commits.queue) != 0 {
-		t.Errorf("after the commits: leading %v with %d queued, want the lead given up", db.commits.leading, len(db.commits.queue))
-	}
-}
 
 // TestMaxBytes: pages that deletions freed count as room again
 // (checkRoom), so that clearing a full file lets mail in.

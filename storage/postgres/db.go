@@ -83,7 +83,7 @@ type DB struct {
 	readOnly    bool   // Options.ReadOnly
 	node        string // this DB's name in the payloads of its notifications
 
-	commits committer // the batched commit of Deliver
+	commits storage.GroupCommit[*delivery] // the batched commit of Deliver
 
 	changes  storage.Notifier
 	waitedMu sync.Mutex
@@ -177,6 +177,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey), usage: make(map[string]time.Time)},
 		hooks:       hooks,
 	}
+	db.commits.Max = maxBatch
 	bg, stop := context.WithCancel(context.Background())
 	db.stop = stop
 	ready := make(chan error, 1)

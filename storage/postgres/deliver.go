@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -39,7 +38,6 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		times:    make([]int64, len(to)),
 		ids:      make([]uuid.UUID, len(to)),
 		to:       make([][]byte, len(to)),
-		done:     make(chan bool, 1),
 	}
 	for i, addr := range to {
 		local := storage.LocalPart(addr)
@@ -57,7 +55,9 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// concurrent deliveries encode in parallel and their commit only writes.
 	d.row = db.messageRow(d.ids[0], msg)
 	db.planEvents(d, msg, to)
-	if err := db.commits.commit(ctx, db, d); err != nil {
+	// The leader's context must not cancel the others' commit.
+	db.commits.Do(d, func(batch []*delivery) { db.commitBatch(context.WithoutCancel(ctx), batch) })
+	if err := d.err; err != nil {
 		return nil, fmt.Errorf("deliver: %w", db.fail(err))
 	}
 	emails := make([]storage.Email, len(to))
@@ -124,60 +124,15 @@ type delivery struct {
 	events   []hookEvent // the webhook events of the emails (outbox.go)
 	eventMsg *eventMessage
 
-	err  error
-	done chan bool // receives false when err is set, true to lead the next commit
+	err error // the outcome of its commit, set by commitBatch
+
 }
 
-// committer batches deliveries into transactions: a delivery that finds
-// no commit running leads one, with every delivery queued, its own
-// included; deliveries that arrive meanwhile queue, and the first of them
-// leads the next commit once this one has returned. Nobody waits for
-// company, so a lone delivery commits at once. PostgreSQL groups the WAL
-// flushes of concurrent commits too, but a commit per message also costs
-// a round trip per statement and a NOTIFY each (issue 14).
-type committer struct {
-	mu      sync.Mutex
-	queue   []*delivery
-	leading bool
-}
-
-// maxBatch bounds the deliveries of one transaction.
+// maxBatch bounds the deliveries of one transaction
+// (storage.GroupCommit). PostgreSQL groups the WAL flushes of concurrent
+// commits too, but a commit per message also costs a round trip per
+// statement and a NOTIFY each (issue 14).
 const maxBatch = 64
-
-func (c *committer) commit(ctx context.Context, db *DB, d *delivery) error {
-	c.mu.Lock()
-	c.queue = append(c.queue, d)
-	if c.leading {
-		c.mu.Unlock()
-		if lead := <-d.done; !lead {
-			return d.err
-		}
-		c.mu.Lock()
-	}
-	c.leading = true
-	n := min(len(c.queue), maxBatch)
-	batch := c.queue[:n:n]
-	c.queue = append([]*delivery(nil), c.queue[n:]...)
-	c.mu.Unlock()
-
-	defer func() {
-		c.mu.Lock()
-		if len(c.queue) > 0 {
-			c.queue[0].done <- true
-		} else {
-			c.leading = false
-		}
-		c.mu.Unlock()
-		for _, o := range batch {
-			if o != d {
-				o.done <- false
-			}
-		}
-	}()
-	// The leader's context must not cancel the others' commit.
-	db.commitBatch(context.WithoutCancel(ctx), batch)
-	return d.err
-}
 
 // commitTimeout bounds one batch's transaction, so that a database that
 // stops answering fails the deliveries (451) rather than hang them.
