@@ -74,8 +74,12 @@ type Server struct {
 // bigMessage is the size from which a message takes one of bigSlots.
 const bigMessage = 1 << 20
 
-// New returns a daemon that stores mail in db.
+// New returns a daemon that stores mail in db. A nil log discards log
+// output, as server.New's does.
 func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if opts.Hostname == "" {
 		opts.Hostname = "localhost"
 	}
@@ -324,6 +328,13 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.log.Warn("email refused: data file full", "recipients", len(ss.rcpts), "bytes", len(raw))
 		ss.srv.metrics.rejected.WithLabelValues(rejectFull).Inc()
 		return errStorageFull
+	}
+	if errors.Is(err, storage.ErrUnavailable) {
+		// SPEC §10: a database out of reach is expected now and then; the
+		// sender retries, and the node recovers by itself.
+		ss.srv.log.Warn("email deferred: store unavailable", "err", err, "recipients", len(ss.rcpts))
+		ss.srv.metrics.rejected.WithLabelValues(rejectStorage).Inc()
+		return errTempStorage
 	}
 	if err != nil {
 		ss.srv.log.Error("storing email failed", "err", err, "recipients", len(ss.rcpts))

@@ -306,3 +306,27 @@ func TestDataTimeout(t *testing.T) {
 		t.Errorf("SendMail after a timed-out one: %v", err)
 	}
 }
+
+// TestNewWithoutLog: a nil logger discards, as server.New's does, rather
+// than panic at the first session.
+func TestNewWithoutLog(t *testing.T) {
+	db := openDB(t)
+	srv := New(db, Options{}, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	c := dial(t, ln.Addr().String())
+	if err := c.SendMail("a@b.test", []string{"n@inbox.test"}, strings.NewReader("Subject: x\r\n\r\nhi\r\n")); err != nil {
+		t.Errorf("SendMail to a daemon made with a nil log: %v", err)
+	}
+	c.Quit()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	if err := <-done; err != nil {
+		t.Errorf("Serve returned %v", err)
+	}
+}
