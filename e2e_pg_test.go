@@ -42,14 +42,21 @@ type nodeProc struct {
 	stderr strings.Builder
 }
 
-// spawnNode starts `burner serve --data dbURL` and returns at once; wait
-// for it with waitReady. The test stops it when it ends: SIGTERM, then
-// SIGKILL if it has not stopped within 15 s.
+// spawnNode starts `burner serve --data dbURL` with an empty config file
+// (so that no ./burner.toml changes the test); see spawnNodeWith.
 func spawnNode(t *testing.T, name, dbURL string) *nodeProc {
 	t.Helper()
-	// An empty config file, so that no ./burner.toml changes the test.
+	return spawnNodeWith(t, name, dbURL, "")
+}
+
+// spawnNodeWith starts `burner serve --data dbURL` with config as its
+// config file, and returns at once; wait for it with waitReady. The test
+// stops it when it ends: SIGTERM, then SIGKILL if it has not stopped
+// within 15 s.
+func spawnNodeWith(t *testing.T, name, dbURL, config string) *nodeProc {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "burner.toml")
-	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	argv, _ := json.Marshal([]string{"burner", "serve", "--config", cfg, "--data", dbURL,
