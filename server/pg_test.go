@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"testing"
 
 	"burner/internal/pgtest"
@@ -17,10 +16,5 @@ func pgDatabase(t testing.TB) string {
 // openPG opens the database at dbURL as one node, closed when t ends.
 func openPG(t testing.TB, dbURL string, opts postgres.Options) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), dbURL, opts)
-	if err != nil {
-		t.Fatalf("postgres.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return pgtest.Open(t, dbURL, opts)
 }

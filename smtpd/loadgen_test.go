@@ -225,12 +225,7 @@ func newDatabase(b *testing.B) string {
 // b ends.
 func openPostgres(b *testing.B, dbURL string) *postgres.DB {
 	b.Helper()
-	db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
-	if err != nil {
-		b.Fatalf("postgres.Open: %v", err)
-	}
-	b.Cleanup(func() { db.Close() })
-	return db
+	return pgtest.Open(b, dbURL, postgres.Options{})
 }
 
 // runLoad sends b.N messages spread over inboxes inboxes to addr from a

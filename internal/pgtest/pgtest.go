@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"burner/storage/postgres"
 )
 
 // Database returns the URL of a new, empty database, dropped when tb ends
@@ -74,4 +76,16 @@ func Create(ctx context.Context) (string, func() error, error) {
 	}
 	u.Path = "/" + name
 	return u.String(), drop, nil
+}
+
+// Open opens burner's store in the database at dbURL with opts, closed
+// when tb ends.
+func Open(tb testing.TB, dbURL string, opts postgres.Options) *postgres.DB {
+	tb.Helper()
+	db, err := postgres.Open(context.Background(), dbURL, opts)
+	if err != nil {
+		tb.Fatalf("postgres.Open: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
 }

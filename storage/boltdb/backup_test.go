@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/storetest"
 )
 
 // TestBackupWhileDelivering takes a hot backup while mail keeps arriving:
 // the copy opens, checks clean and holds a consistent prefix of the mail.
 func TestBackupWhileDelivering(t *testing.T) {
 	db := openDB(t, Options{})
-	deliverMany(t, db, 50, func(i int) (string, string) { return fmt.Sprint("before ", i), "alice@x.org" })
+	storetest.DeliverMany(t, db, 50, func(i int) (string, string) { return fmt.Sprint("before ", i), "alice@x.org" })
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Go(func() {
@@ -49,8 +50,8 @@ func TestBackupWhileDelivering(t *testing.T) {
 	if err != nil || !r.OK() {
 		t.Fatalf("Check of the backup = %+v, %v", r, err)
 	}
-	alice := list(t, copyDB, storage.Query{LocalPart: "alice"})
-	bob := list(t, copyDB, storage.Query{LocalPart: "bob"})
+	alice := storetest.ListSubjects(t, copyDB, storage.Query{LocalPart: "alice"})
+	bob := storetest.ListSubjects(t, copyDB, storage.Query{LocalPart: "bob"})
 	if len(alice) < 50 || len(alice)-50 != len(bob) {
 		t.Errorf("the backup has %d emails for alice and %d for bob; want the 50 before and as many during as bob", len(alice), len(bob))
 	}
@@ -85,7 +86,7 @@ func TestSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	if got := list(t, snap, storage.Query{LocalPart: "alice"}); !equal(got, []string{"kept"}) {
+	if got := storetest.ListSubjects(t, snap, storage.Query{LocalPart: "alice"}); !equal(got, []string{"kept"}) {
 		t.Errorf("snapshot holds %v, want what was there when it was taken", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

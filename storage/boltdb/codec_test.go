@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -33,7 +34,7 @@ func TestContentRoundTrip(t *testing.T) {
 		{Body: "DOLOR SIT"}, {Terms: []string{"long", "adipiscing"}}, {Header: &storage.Header{Name: "x-test-run", Value: "RUN 42"}},
 	} {
 		q.LocalPart = "r"
-		if got := list(t, db, q); !equal(got, []string{"long"}) {
+		if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"long"}) {
 			t.Errorf("List(%+v) = %q, want [long]", q, got)
 		}
 	}
@@ -99,7 +100,7 @@ func TestOldRecordsRead(t *testing.T) {
 		{}, {Body: "hello world"}, {Terms: []string{"ann", "WORLD"}}, {Header: &storage.Header{Name: "X-TEST-RUN", Value: "legacy"}}, {Subject: "TIMES"},
 	} {
 		q.LocalPart = "old"
-		if got := list(t, db, q); !equal(got, []string{"Old times"}) {
+		if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"Old times"}) {
 			t.Errorf("List(%+v) of an old record = %q, want [Old times]", q, got)
 		}
 	}

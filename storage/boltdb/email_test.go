@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -53,46 +54,6 @@ func deliver(t testing.TB, db *DB, subject string, to ...string) []storage.Email
 	return got
 }
 
-// deliverMany delivers n messages from 8 goroutines, so that bbolt's
-// Batch shares the fsyncs; msg(i) gives the subject and recipient of the
-// i-th. Their order is not defined.
-func deliverMany(t testing.TB, db *DB, n int, msg func(i int) (subject, to string)) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += 8 {
-				subject, to := msg(i)
-				m := &storage.Message{Subject: ptr(subject), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\n")}
-				if _, err := db.Deliver(context.Background(), m, []string{to}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-func subjects(es []storage.Email) []string {
-	var out []string
-	for _, e := range es {
-		out = append(out, *e.Subject)
-	}
-	return out
-}
-
-func list(t *testing.T, db *DB, q storage.Query) []string {
-	t.Helper()
-	got, err := db.List(context.Background(), q)
-	if err != nil {
-		t.Fatalf("List(%+v): %v", q, err)
-	}
-	return subjects(got)
-}
-
 func equal(a, b []string) bool {
 	return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b)
 }
@@ -118,7 +79,7 @@ func TestDeleteFreesMessage(t *testing.T) {
 		return s
 	}
 	es := deliver(t, db, "shared", "a@x.org", "b@x.org")
-	deliverMany(t, db, smallTx+10, func(i int) (string, string) { return fmt.Sprint(i), "bulk@x.org" })
+	storetest.DeliverMany(t, db, smallTx+10, func(i int) (string, string) { return fmt.Sprint(i), "bulk@x.org" })
 	n := smallTx + 10
 	for _, step := range []struct {
 		do   func() error

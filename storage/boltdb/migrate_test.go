@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -141,7 +142,7 @@ func TestMigrateSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got := list(t, db, storage.Query{LocalPart: "alice"}); !equal(got, []string{"two", "one"}) {
+	if got := storetest.ListSubjects(t, db, storage.Query{LocalPart: "alice"}); !equal(got, []string{"two", "one"}) {
 		t.Errorf("alice's inbox after the migration: %v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -91,7 +92,7 @@ func TestOpenReadOnlyOldAndNewSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open of a current file read-only: %v", err)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "alice"}); len(got) != 2 {
+	if got := storetest.ListSubjects(t, db, storage.Query{LocalPart: "alice"}); len(got) != 2 {
 		t.Errorf("List(alice) read-only = %q, want 2 emails", got)
 	}
 	if err := db.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -35,7 +36,7 @@ func TestSweepAppliesALoweredCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliverMany(t, db, 600, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("box%d@x.org", i%2) })
+	storetest.DeliverMany(t, db, 600, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("box%d@x.org", i%2) })
 	db.Close()
 	db, err = Open(path, Options{MaxPerInbox: 10})
 	if err != nil {
@@ -46,7 +47,7 @@ func TestSweepAppliesALoweredCap(t *testing.T) {
 	if err != nil || n != 580 {
 		t.Fatalf("Sweep with a cap of 10 over 2x300 = %d, %v; want 580", n, err)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "box1"}); len(got) != 10 {
+	if got := storetest.ListSubjects(t, db, storage.Query{LocalPart: "box1"}); len(got) != 10 {
 		t.Errorf("List(box1) = %q, want 10 left", got)
 	}
 	if got := counts(t, db); got["box0"] != 10 || got["box1"] != 10 {

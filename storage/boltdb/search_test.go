@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -18,8 +19,8 @@ import (
 func TestListParallel(t *testing.T) {
 	db := openDB(t, Options{})
 	n := parallelScan + 100
-	deliverMany(t, db, n, func(i int) (string, string) { return fmt.Sprintf("m%d tag%d", i, i%7), "big@x.org" })
-	all := list(t, db, storage.Query{LocalPart: "big"})
+	storetest.DeliverMany(t, db, n, func(i int) (string, string) { return fmt.Sprintf("m%d tag%d", i, i%7), "big@x.org" })
+	all := storetest.ListSubjects(t, db, storage.Query{LocalPart: "big"})
 	if len(all) != n {
 		t.Fatalf("List = %d emails, want %d", len(all), n)
 	}
@@ -40,7 +41,7 @@ func TestListParallel(t *testing.T) {
 				want = append(want, s)
 			}
 		}
-		if got := list(t, db, tc.q); !equal(got, want) {
+		if got := storetest.ListSubjects(t, db, tc.q); !equal(got, want) {
 			t.Errorf("List(%+v) = %d emails %.80q, want %d %.80q", tc.q, len(got), got, len(want), want)
 		}
 	}
@@ -76,12 +77,12 @@ func TestPrefilterReadsNoContent(t *testing.T) {
 		got, err := db.List(context.Background(), tc.q)
 		if tc.corrupt {
 			if !errors.Is(err, errCorrupt) {
-				t.Errorf("List(%+v) = %q, %v; want errCorrupt", tc.q, subjects(got), err)
+				t.Errorf("List(%+v) = %q, %v; want errCorrupt", tc.q, storetest.Subjects(got), err)
 			}
 			continue
 		}
-		if err != nil || !equal(subjects(got), tc.want) {
-			t.Errorf("List(%+v) = %q, %v; want %q", tc.q, subjects(got), err, tc.want)
+		if err != nil || !equal(storetest.Subjects(got), tc.want) {
+			t.Errorf("List(%+v) = %q, %v; want %q", tc.q, storetest.Subjects(got), err, tc.want)
 		}
 	}
 }

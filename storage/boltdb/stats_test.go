@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/storetest"
 )
 
 // TestStatsFileBytes: Stats reports the size of the data in the file,
 // which the file holds.
 func TestStatsFileBytes(t *testing.T) {
 	db := openDB(t, Options{})
-	deliverMany(t, db, 10, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("s%d@x.org", i%3) })
+	storetest.DeliverMany(t, db, 10, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("s%d@x.org", i%3) })
 	st, err := db.Stats(context.Background())
 	fi, ferr := os.Stat(db.Path())
 	if err != nil || ferr != nil || st.FileBytes <= 0 || st.FileBytes > fi.Size() {

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -29,10 +28,5 @@ func testDatabase(t testing.TB) string {
 // openDB opens a new database with opts, closed when t ends.
 func openDB(t testing.TB, dbURL string, opts postgres.Options) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), dbURL, opts)
-	if err != nil {
-		t.Fatalf("postgres.Open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return pgtest.Open(t, dbURL, opts)
 }

@@ -90,7 +90,7 @@ func testListFilters(t *testing.T, open Opener) {
 		{storage.Query{Terms: []string{"bank", "confirm"}}, nil},
 	} {
 		tc.q.LocalPart = "in"
-		if got := list(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -98,16 +98,16 @@ func testListFilters(t *testing.T, open Opener) {
 
 func testClear(t *testing.T, open Opener) {
 	db := open(t, Config{})
-	deliverMany(t, db, 260+3, func(i int) (string, string) { return fmt.Sprint("m", i), "bulk@x.org" })
+	DeliverMany(t, db, 260+3, func(i int) (string, string) { return fmt.Sprint("m", i), "bulk@x.org" })
 	kept := deliver(t, db, "other", "bulk+1@x.org", "bulk@x.org")
 	n, err := db.Clear(context.Background(), "BULK")
 	if err != nil || n != 260+4 {
 		t.Fatalf("Clear = %d, %v; want %d, nil", n, err, 260+4)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "bulk"}); len(got) != 0 {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "bulk"}); len(got) != 0 {
 		t.Errorf("List after Clear = %q, want none", got)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "bulk+1"}); !equal(got, []string{"other"}) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "bulk+1"}); !equal(got, []string{"other"}) {
 		t.Errorf("List(bulk+1) after clearing bulk = %q, want [other]", got)
 	}
 	if raw, err := db.Raw(context.Background(), kept[0].ID); err != nil || len(raw) == 0 {
@@ -179,7 +179,7 @@ func testListAfterAndHeader(t *testing.T, open Opener) {
 		{storage.Query{Header: &storage.Header{Name: "X-Test-Run", Value: "run 0"}, AfterID: es[0].ID}, []string{"m2"}},
 	} {
 		tc.q.LocalPart = "h"
-		if got := list(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}

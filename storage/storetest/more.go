@@ -76,7 +76,7 @@ func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
 		clk.Advance(time.Second)
 	}
 	for _, inbox := range []string{"cap", "other"} {
-		if got := list(t, db, storage.Query{LocalPart: inbox}); !equal(got, []string{"m4", "m3", "m2"}) {
+		if got := ListSubjects(t, db, storage.Query{LocalPart: inbox}); !equal(got, []string{"m4", "m3", "m2"}) {
 			t.Errorf("List(%s) with a cap of 3 = %q, want the 3 newest", inbox, got)
 		}
 	}
@@ -102,7 +102,7 @@ func testSweep(t *testing.T, open Opener) {
 	if n, err := db.Sweep(ctx); err != nil || n != 2 {
 		t.Errorf("Sweep = %d, %v; want the 2 emails older than an hour", n, err)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "s"}); !equal(got, []string{"new"}) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "s"}); !equal(got, []string{"new"}) {
 		t.Errorf("List(s) after Sweep = %q, want [new]", got)
 	}
 	if n, err := db.Sweep(ctx); err != nil || n != 0 {
@@ -117,7 +117,7 @@ func testSweep(t *testing.T, open Opener) {
 	if n, err := capped.Sweep(ctx); err != nil || n != 0 {
 		t.Errorf("Sweep of a store kept at its cap = %d, %v; want 0", n, err)
 	}
-	if got := list(t, capped, storage.Query{LocalPart: "c"}); !equal(got, []string{"c3", "c2"}) {
+	if got := ListSubjects(t, capped, storage.Query{LocalPart: "c"}); !equal(got, []string{"c3", "c2"}) {
 		t.Errorf("List(c) with a cap of 2 = %q, want [c3 c2]", got)
 	}
 }

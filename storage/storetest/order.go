@@ -42,7 +42,7 @@ func testListOrderAndIsolation(t *testing.T, open Opener) {
 		{storage.Query{LocalPart: "alice", Since: time.Unix(1_700_000_001, 1_000_000)}, []string{"a4"}},
 		{storage.Query{LocalPart: "alice", Since: time.Unix(1_700_000_001, 2_000_000)}, nil},
 	} {
-		if got := list(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -76,7 +76,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 		{storage.Query{Before: ms(40), Subject: "M1"}, []string{"m1"}},
 	} {
 		tc.q.LocalPart = "p"
-		if got := list(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -92,7 +92,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 		if len(page) == 0 {
 			break
 		}
-		seen = append(seen, subjects(page)...)
+		seen = append(seen, Subjects(page)...)
 		q.Before = page[len(page)-1].ReceivedAt
 	}
 	if want := []string{"m4", "m3", "m2", "m1", "m0"}; !equal(seen, want) {
@@ -135,7 +135,7 @@ func testReceivedAtIncreases(t *testing.T, open Opener) {
 			t.Errorf("Email(%s) = %v, %v; want the ReceivedAt Deliver returned, %v", tc.e.ID, stored.ReceivedAt, err, tc.e.ReceivedAt)
 		}
 	}
-	if got := list(t, db, storage.Query{LocalPart: "r", Since: base.Add(2 * time.Millisecond)}); !equal(got, []string{"c"}) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "r", Since: base.Add(2 * time.Millisecond)}); !equal(got, []string{"c"}) {
 		t.Errorf("List since the newest but one = %q, want [c]", got)
 	}
 }
@@ -231,7 +231,7 @@ func testFilterLiterals(t *testing.T, open Opener) {
 		{storage.Query{Subject: "i̇stanbul"}, []string{"İstanbul"}},
 	} {
 		tc.q.LocalPart = "lit"
-		if got := list(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}

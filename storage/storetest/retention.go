@@ -19,7 +19,7 @@ func testSweepMany(t *testing.T, open Opener) {
 	const old = 300
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
-	deliverMany(t, db, old, func(i int) (string, string) {
+	DeliverMany(t, db, old, func(i int) (string, string) {
 		return fmt.Sprint("old", i), fmt.Sprintf("in%d@x.org", i%3)
 	})
 	clk.Advance(30 * time.Minute)
@@ -30,7 +30,7 @@ func testSweepMany(t *testing.T, open Opener) {
 		t.Fatalf("Sweep = %d, %v; want %d deleted", n, err, old)
 	}
 	for _, in := range []string{"in0", "in1"} {
-		if got := list(t, db, storage.Query{LocalPart: in}); !equal(got, []string{"young"}) {
+		if got := ListSubjects(t, db, storage.Query{LocalPart: in}); !equal(got, []string{"young"}) {
 			t.Errorf("List(%s) after Sweep = %q, want [young]", in, got)
 		}
 	}
@@ -67,7 +67,7 @@ func testMaxBytes(t *testing.T, open Opener) {
 	if !errors.Is(err, storage.ErrFull) {
 		t.Fatalf("after %d deliveries of 64 KiB under a 1 MiB cap: err = %v, want ErrFull", len(stored), err)
 	}
-	if got := list(t, db, storage.Query{LocalPart: "fill", NoBody: true}); len(got) != len(stored) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "fill", NoBody: true}); len(got) != len(stored) {
 		t.Errorf("List after ErrFull = %d emails, want the %d delivered before", len(got), len(stored))
 	}
 	if st, err := db.Stats(ctx); err != nil || st.Emails != len(stored) {

@@ -100,10 +100,10 @@ func deliver(t testing.TB, db storage.Store, subject string, to ...string) []sto
 	return got
 }
 
-// deliverMany delivers n messages from 8 goroutines, so that an engine
+// DeliverMany delivers n messages from 8 goroutines, so that an engine
 // that groups commits does; msg(i) gives the subject and recipient of the
 // i-th. Their order is not defined.
-func deliverMany(t testing.TB, db storage.Store, n int, msg func(i int) (subject, to string)) {
+func DeliverMany(t testing.TB, db storage.Store, n int, msg func(i int) (subject, to string)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -123,7 +123,8 @@ func deliverMany(t testing.TB, db storage.Store, n int, msg func(i int) (subject
 	wg.Wait()
 }
 
-func subjects(es []storage.Email) []string {
+// Subjects returns the subjects of es, in order.
+func Subjects(es []storage.Email) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, *e.Subject)
@@ -131,13 +132,14 @@ func subjects(es []storage.Email) []string {
 	return out
 }
 
-func list(t *testing.T, db storage.Store, q storage.Query) []string {
+// ListSubjects lists q and returns the subjects, failing t on an error.
+func ListSubjects(t *testing.T, db storage.Store, q storage.Query) []string {
 	t.Helper()
 	got, err := db.List(context.Background(), q)
 	if err != nil {
 		t.Fatalf("List(%+v): %v", q, err)
 	}
-	return subjects(got)
+	return Subjects(got)
 }
 
 func equal(a, b []string) bool {
