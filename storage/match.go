@@ -18,6 +18,9 @@ type Matcher struct {
 	terms         [][]byte
 	header        *Header // name lower-cased, value folded
 
+	bodyGrams []uint32   // GramHashes of body
+	termGrams [][]uint32 // GramHashes of each term
+
 	subjectBuf, nameBuf, fromBuf []byte // the fields of the email at hand, folded
 	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
 }
@@ -30,10 +33,12 @@ func NewMatcher(q Query) *Matcher {
 	}
 	if q.Body != "" {
 		m.body = []byte(Fold(q.Body))
+		m.bodyGrams = GramHashes(m.body)
 	}
 	for _, t := range q.Terms {
 		if t != "" {
 			m.terms = append(m.terms, []byte(Fold(t)))
+			m.termGrams = append(m.termGrams, GramHashes(m.terms[len(m.terms)-1]))
 		}
 	}
 	if q.Header != nil {
@@ -101,6 +106,26 @@ func (m *Matcher) MatchText(text []byte) bool {
 	}
 	for _, t := range m.terms {
 		if !m.inFields(t) && !bytes.Contains(text, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// MayMatch reports whether an email whose signature is sig, from
+// EmailSignature, may match the body filter and the search terms: false
+// only when it cannot, so that an engine may rule the email out from its
+// signature alone, before it folds a field or decodes a text. It does not
+// consider the subject and header filters.
+func (m *Matcher) MayMatch(sig []byte) bool {
+	if len(sig) == 0 {
+		return true
+	}
+	if m.body != nil && !SignatureHas(sig, m.bodyGrams) {
+		return false
+	}
+	for _, hs := range m.termGrams {
+		if !SignatureHas(sig, hs) {
 			return false
 		}
 	}

@@ -295,6 +295,9 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 		id    uuid.UUID
 		rec   []byte
 	}
+	// Message.Text is the search text as stored, which AppendSearchText
+	// in encodeContent gives back as it is.
+	content, raw, sig := encodeContent(len(m.Emails), &m.Message)
 	emails := make([]email, len(m.Emails))
 	for i, e := range m.Emails {
 		id, err := storage.ParseID(e.ID)
@@ -307,11 +310,8 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 		}
 		e.From, e.FromName, e.Subject = m.Message.From, m.Message.FromName, m.Message.Subject
 		emails[i] = email{inbox: inboxName(local), at: e.ReceivedAt.UTC().Truncate(time.Millisecond), id: id,
-			rec: encodeEmail(&e, id, make([]byte, 8))}
+			rec: encodeEmail(&e, id, make([]byte, 8), sig)}
 	}
-	// Message.Text is the search text as stored, which AppendSearchText
-	// in encodeContent gives back as it is.
-	content, raw := encodeContent(len(emails), &m.Message)
 	var parts []byte
 	if m.Attachments != nil {
 		parts = encodeParts(*m.Attachments)

@@ -55,14 +55,17 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 			Body:       msg.Body,
 			ReceivedAt: d.received,
 		}
-		// The content key is known only in the transaction, which
-		// writes it into the record.
-		d.records[i] = encodeEmail(&emails[i], d.ids[i], make([]byte, 8))
 	}
 	// Everything that costs CPU happens here, in the caller's goroutine,
 	// so that concurrent deliveries encode in parallel and the commit they
 	// share only writes.
-	d.content, d.raw = encodeContent(len(to), msg)
+	var sig []byte
+	d.content, d.raw, sig = encodeContent(len(to), msg)
+	for i := range emails {
+		// The content key is known only in the transaction, which
+		// writes it into the record.
+		d.records[i] = encodeEmail(&emails[i], d.ids[i], make([]byte, 8), sig)
+	}
 	db.planEvents(d, msg, locals)
 	db.commits.Do(d, db.commitBatch)
 	if err := d.err; err != nil {

@@ -48,9 +48,9 @@ func TestListParallel(t *testing.T) {
 }
 
 // TestPrefilterReadsNoContent: List rules an email out by its record
-// (the subject) before it reads the content, and with NoBody, and no
-// filter that reads text, it decodes no content at all: a damaged content
-// record is found only by the queries that need it.
+// (the subject, the signature) before it reads the content, and with
+// NoBody, and no filter that reads text, it decodes no content at all: a
+// damaged content record is found only by the queries that need it.
 func TestPrefilterReadsNoContent(t *testing.T) {
 	db := openDB(t, Options{})
 	deliver(t, db, "damaged", "p@x.org") // content key 1
@@ -68,9 +68,13 @@ func TestPrefilterReadsNoContent(t *testing.T) {
 		{storage.Query{NoBody: true}, []string{"sound", "damaged"}, false},
 		{storage.Query{Subject: "sound"}, []string{"sound"}, false},
 		{storage.Query{Terms: []string{"damaged"}, NoBody: true}, []string{"damaged"}, false}, // the subject holds the term
-		{storage.Query{Terms: []string{"sound"}, NoBody: true}, nil, true},
+		// The signature of "damaged" rules "sound" out: its content is not read.
+		{storage.Query{Terms: []string{"sound"}, NoBody: true}, []string{"sound"}, false},
+		{storage.Query{Body: "sound"}, []string{"sound"}, false},
+		// A term of two letters has no trigram to test.
+		{storage.Query{Terms: []string{"so"}, NoBody: true}, nil, true},
 		{storage.Query{Subject: "damaged"}, nil, true},
-		{storage.Query{Body: "sound"}, nil, true},
+		{storage.Query{Body: "so"}, nil, true},
 		{storage.Query{}, nil, true},
 	} {
 		tc.q.LocalPart = "p"
@@ -83,6 +87,58 @@ func TestPrefilterReadsNoContent(t *testing.T) {
 		}
 		if err != nil || !equal(storetest.Subjects(got), tc.want) {
 			t.Errorf("List(%+v) = %q, %v; want %q", tc.q, storetest.Subjects(got), err, tc.want)
+		}
+	}
+}
+
+// TestSignatures checks that an email record carries the signature of its
+// message (text, subject and sender), that a search finds through it what
+// is in any of them, and that a record without one, as written before
+// signatures, is searched on its text.
+func TestSignatures(t *testing.T) {
+	db := openDB(t, Options{})
+	body := "Your verification code is 424242"
+	subject := "Welcome aboard"
+	msg := &storage.Message{From: "noreply@acme.test", FromName: "Acme Support", Subject: &subject, Body: &body, Text: body, Raw: []byte("Subject: x\r\n\r\n" + body)}
+	if _, err := db.Deliver(context.Background(), msg, []string{"new@x.org", "old@x.org"}); err != nil {
+		t.Fatal(err)
+	}
+	want := storage.EmailSignature(storage.AppendSearchText(nil, body), &subject, msg.FromName, msg.From)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketEmails).ForEach(func(k, v []byte) error {
+			sig, err := recordSignature(v)
+			if err != nil || string(sig) != string(want) || len(sig) == 0 {
+				t.Errorf("record %q: signature %x, %v; want %x", k, sig, err, want)
+			}
+			if !strings.HasPrefix(string(k), "old\x00") {
+				return nil
+			}
+			// Rewrite "old" as a record without a signature.
+			ev, err := viewEmail(v)
+			if err != nil {
+				return err
+			}
+			e := ev.email(k)
+			return tx.Bucket(bucketEmails).Put(k, encodeEmail(&e, [16]byte(ev.id), ev.ckey, nil))
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, inbox := range []string{"new", "old"} {
+		for _, tc := range []struct {
+			q    storage.Query
+			want int
+		}{
+			{storage.Query{Body: "VERIFICATION code"}, 1},
+			{storage.Query{Terms: []string{"424242", "aboard"}}, 1},
+			{storage.Query{Terms: []string{"acme support", "noreply@acme"}}, 1},
+			{storage.Query{Terms: []string{"424242", "absent"}}, 0},
+			{storage.Query{Body: "welcome"}, 0}, // the subject is not the body
+		} {
+			tc.q.LocalPart = inbox
+			if got := storetest.ListSubjects(t, db, tc.q); len(got) != tc.want {
+				t.Errorf("List(%+v) = %q, want %d emails", tc.q, got, tc.want)
+			}
 		}
 	}
 }
