@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -15,7 +16,9 @@ import (
 // of this version; every email points at a message and its body, holds a
 // valid inbox name that is that of its recipient, and has a receivedAt of
 // its own within its inbox; every message has its body and a search text;
-// its headers, links, raw source and attachment index decode; every key
+// its headers, links, raw source and attachment index decode, and the
+// signature its emails hold, if any, is that of its text and fields (a
+// wrong one would hide it from a search); every key
 // has a valid name, scope and hash; every webhook event has its message.
 // PostgreSQL keeps its own pages sound; this checks what burner put in
 // them. It reads everything, raw sources included, so it takes a while on
@@ -114,7 +117,9 @@ func checkEmails(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 // checkMessages decodes what each message and its body hold.
 func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT coalesce(m.id, b.id), m.id IS NOT NULL, b.id IS NOT NULL,
-			m.search_text IS NOT NULL, m.search IS NOT NULL, m.headers, b.links, b.raw, b.attachments
+			m.search_text IS NOT NULL, m.search IS NOT NULL, m.headers, b.links, b.raw, b.attachments,
+			coalesce(convert_to(m.search_text, 'UTF8'), m.search), m.subject, m.from_name, m.from_addr,
+			(SELECT array_agg(DISTINCT e.sig) FROM emails e WHERE e.message = m.id AND e.sig IS NOT NULL)
 		FROM messages m FULL JOIN bodies b ON b.id = m.id`)
 	if err != nil {
 		return err
@@ -125,8 +130,11 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 		headers, links, raw, att     []byte
 		n                            int
 		buf                          []byte // the raw source, decompressed: reused
+		search, from, fromName, subj []byte
+		sigs                         [][]byte
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &hasM, &hasB, &hasText, &hasBlob, &headers, &links, &raw, &att}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &hasM, &hasB, &hasText, &hasBlob, &headers, &links, &raw, &att,
+		&search, &subj, &fromName, &from, &sigs}, func() error {
 		if n++; n%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -157,6 +165,14 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 		}
 		if _, err := decodeHeaders(headers); err != nil {
 			r.Problemf("message %s: the header fields do not decode", id)
+		}
+		if len(sigs) > 0 {
+			want := signature(search, &storage.Message{Subject: stringPtr(subj), FromName: string(fromName), From: string(from)})
+			for _, sig := range sigs {
+				if !bytes.Equal(sig, want) {
+					r.Problemf("message %s: an email of it has a signature that is not its text's", id)
+				}
+			}
 		}
 		return nil
 	})

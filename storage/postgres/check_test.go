@@ -52,6 +52,7 @@ func TestCheck(t *testing.T) {
 		`UPDATE emails SET received_at = (SELECT min(received_at) FROM emails WHERE inbox = 'alice') WHERE inbox = 'alice'`,
 		`DELETE FROM event_messages WHERE id IN (SELECT message FROM events WHERE hook = 'ci')`,
 		`UPDATE keys SET hash = '\x00' WHERE name = 'ci'`,
+		`UPDATE emails SET sig = '\x0000000000000000' WHERE message = '` + alice + `'`,
 	} {
 		if _, err := conn.Exec(ctx, damage); err != nil {
 			t.Fatalf("%s: %v", damage, err)
@@ -69,6 +70,7 @@ func TestCheck(t *testing.T) {
 		`inbox "alice": `,
 		"hook ci: its message is missing",
 		"a hash of 1 bytes",
+		"has a signature that is not its text's",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Check of a damaged database reported\n%s\nwithout %q", got, want)

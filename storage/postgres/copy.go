@@ -255,6 +255,7 @@ type importRows struct {
 	emailTimes          []int64
 	emailTo             [][]byte
 	emailRead           []bool
+	emailSig            [][]byte
 
 	evHooks                               []string
 	evEmails                              []uuid.UUID
@@ -402,6 +403,7 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 		b.emailTimes = append(b.emailTimes, e.ReceivedAt.UTC().Truncate(time.Millisecond).UnixMilli())
 		b.emailTo = append(b.emailTo, []byte(e.To))
 		b.emailRead = append(b.emailRead, e.Read)
+		b.emailSig = append(b.emailSig, row.sig)
 	}
 	b.count.Messages++
 	b.count.Emails += len(m.Emails)
@@ -481,9 +483,9 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 			cols...)
 		// unnest keeps the order of the arrays, and the identity of seq
 		// counts up in it: the emails keep their arrival order.
-		batch.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr, read)
-			SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[], $6::boolean[])`,
-			b.emailIDs, b.emailInboxes, b.emailTimes, b.emailMsgs, b.emailTo, b.emailRead)
+		batch.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr, read, sig)
+			SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[], $6::boolean[], $7::bytea[])`,
+			b.emailIDs, b.emailInboxes, b.emailTimes, b.emailMsgs, b.emailTo, b.emailRead, b.emailSig)
 		batch.Queue(`INSERT INTO inboxes (name) SELECT DISTINCT unnest($1::text[]) ON CONFLICT (name) DO NOTHING`, b.emailInboxes)
 	}
 	if len(b.evHooks) > 0 {

@@ -83,6 +83,7 @@ type messageRow struct {
 	id    uuid.UUID
 	bytea [11][]byte
 	text  *string // search_text, when the search text fits in text; then search is nil
+	sig   []byte  // the signature its emails hold (emails.sig)
 }
 
 const messageColumns = "id, from_addr, from_name, subject, body, fsubject, fsender, search, headers, plain, links, raw, search_text"
@@ -93,12 +94,13 @@ func (db *DB) messageRow(id uuid.UUID, msg *storage.Message) messageRow {
 		fsubject = storage.AppendFold(make([]byte, 0, len(*msg.Subject)), *msg.Subject)
 	}
 	search := storage.AppendSearchText(make([]byte, 0, len(msg.Text)), msg.Text)
+	sig := signature(search, msg)
 	var text *string
 	if utf8.Valid(search) && bytes.IndexByte(search, 0) < 0 {
 		s := string(search)
 		text, search = &s, nil
 	}
-	return messageRow{id: id, text: text, bytea: [11][]byte{
+	return messageRow{id: id, text: text, sig: sig, bytea: [11][]byte{
 		[]byte(msg.From),
 		[]byte(msg.FromName),
 		bytesOf(msg.Subject),
@@ -231,6 +233,7 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 		emailInboxes         []string
 		emailTimes           []int64
 		emailTo              [][]byte
+		emailSigs            [][]byte
 		messages             []uuid.UUID
 		cols                 = make([]any, 1, 13)
 		bytea                [11][][]byte
@@ -251,6 +254,7 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 			emailInboxes = append(emailInboxes, inbox)
 			emailTimes = append(emailTimes, d.times[i])
 			emailTo = append(emailTo, d.to[i])
+			emailSigs = append(emailSigs, d.row.sig)
 		}
 		messages = append(messages, d.row.id)
 		texts = append(texts, d.row.text)
@@ -272,9 +276,9 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 		cols...)
 	// unnest keeps the order of the arrays, and the identity of seq
 	// counts up in it: arrival order within the batch.
-	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[])`,
-		emailIDs, emailInboxes, emailTimes, messageIDs, emailTo)
+	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr, sig)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[], $6::bytea[])`,
+		emailIDs, emailInboxes, emailTimes, messageIDs, emailTo, emailSigs)
 	queued := 2
 	if queueEvents(&b, batch) {
 		queued += 2

@@ -43,7 +43,12 @@ import (
 //	          order of List. No foreign key to messages: a message (and its
 //	          body) whose last email is gone is deleted in the same
 //	          transaction, or, when two transactions each deleted one of its
-//	          emails, by Sweep.
+//	          emails, by Sweep. Since version 4 also the signature of its
+//	          message (sig: storage.EmailSignature, signature.go), so that
+//	          a body filter or a search rules most emails out on these
+//	          narrow rows, before it looks up their messages. NULL (the
+//	          rows of older versions, or a text too short or too varied)
+//	          rules nothing out.
 //	keys:     API keys: only the SHA-256 of a secret (storage.HashSecret).
 //	events:   the webhook outbox (SPEC §9, outbox.go): one row per email
 //	          and hook, written in the delivery's transaction, with its
@@ -134,6 +139,11 @@ var migrations = []string{
 	);
 	CREATE INDEX sessions_key ON sessions (key_id);
 	CREATE INDEX sessions_expires ON sessions (expires);`,
+	// PLAIN: get_bit detoasts its argument at each call, a dozen a row;
+	// signatures are kept small enough (maxStoredSignature) that a row
+	// always fits in a page.
+	`ALTER TABLE emails ADD COLUMN sig bytea;
+	ALTER TABLE emails ALTER COLUMN sig SET STORAGE PLAIN;`,
 }
 
 // schemaVersion is the version this burner writes and reads.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"sync"
 	"testing"
 
@@ -157,6 +158,62 @@ func TestOpenModes(t *testing.T) {
 	for _, opts := range []postgres.Options{{ReadOnly: true}, {MustExist: true}, {}} {
 		if err := open(opts); !errors.Is(err, postgres.ErrSchemaNew) {
 			t.Errorf("Open(%+v) of a newer schema: %v, want ErrSchemaNew", opts, err)
+		}
+	}
+}
+
+// TestMigrateSignatures: a database of version 3, whose emails have no
+// signatures, is brought to version 4 with its emails as they were: they
+// are still searched (a NULL signature rules nothing out), beside new
+// ones that have a signature, and the column is kept in its rows (PLAIN).
+func TestMigrateSignatures(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	db := openDB(t, dbURL, postgres.Options{})
+	deliver := func(db *postgres.DB, subject, text string) {
+		t.Helper()
+		m := storage.Message{Subject: ptr(subject), From: "a@x.org", Text: text, Raw: []byte("x")}
+		if _, err := db.Deliver(ctx, &m, []string{"m@x.org"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver(db, "old match", "an old needle in the text")
+	deliver(db, "old other", "nothing of the sort")
+	db.Close()
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; UPDATE burner_schema SET version = 3`); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openDB(t, dbURL, postgres.Options{})
+	var (
+		version int
+		stored  string
+		nulls   int
+	)
+	err := conn.QueryRow(ctx, `SELECT (SELECT version FROM burner_schema),
+		(SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'emails'::regclass AND attname = 'sig'),
+		(SELECT count(*) FROM emails WHERE sig IS NULL)`).Scan(&version, &stored, &nulls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != 4 || stored != "p" || nulls != 2 {
+		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 4, \"p\" (PLAIN), 2", version, stored, nulls)
+	}
+	deliver(db, "new match", "a new needle in the text")
+	deliver(db, "new other", "nothing of the sort")
+	var sigs int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM emails WHERE sig IS NOT NULL`).Scan(&sigs); err != nil || sigs != 2 {
+		t.Errorf("%d emails delivered after the migration have a signature, %v; want 2", sigs, err)
+	}
+	for _, q := range []storage.Query{{Body: "needle in"}, {Terms: []string{"needle", "match"}}} {
+		q.LocalPart = "m"
+		es, err := db.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(es), []string{"new match", "old match"}; !slices.Equal(got, want) {
+			t.Errorf("List(%+v) = %q, want %q", q, got, want)
 		}
 	}
 }
