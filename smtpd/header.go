@@ -677,6 +677,13 @@ func percentDecode(s string) []byte {
 // outside a quoted string, with comments outside quoted strings removed,
 // and what follows the ";".
 func cutParam(s string) (param, rest string) {
+	// Most parameters hold no quoted string and no comment: then the
+	// parameter is s up to the ";", and nothing needs building.
+	if i := strings.IndexAny(s, ";\"("); i < 0 {
+		return s, ""
+	} else if s[i] == ';' {
+		return s[:i], s[i+1:]
+	}
 	var b strings.Builder
 	quoted := false
 	for i := 0; i < len(s); i++ {

@@ -167,14 +167,14 @@ func linkEnd(u string) int {
 
 // blockElements are the elements that start a new line of text where a
 // reader sees them, so words on either side do not run together.
-var blockElements = map[string]bool{
-	"address": true, "article": true, "aside": true, "blockquote": true, "br": true,
-	"caption": true, "center": true, "dd": true, "details": true, "div": true,
-	"dl": true, "dt": true, "figcaption": true, "figure": true, "footer": true,
-	"h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
-	"header": true, "hgroup": true, "hr": true, "li": true, "ol": true, "p": true,
-	"pre": true, "section": true, "summary": true, "table": true, "tbody": true,
-	"td": true, "tfoot": true, "th": true, "thead": true, "tr": true, "ul": true,
+var blockElements = map[atom.Atom]bool{
+	atom.Address: true, atom.Article: true, atom.Aside: true, atom.Blockquote: true, atom.Br: true,
+	atom.Caption: true, atom.Center: true, atom.Dd: true, atom.Details: true, atom.Div: true,
+	atom.Dl: true, atom.Dt: true, atom.Figcaption: true, atom.Figure: true, atom.Footer: true,
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
+	atom.Header: true, atom.Hgroup: true, atom.Hr: true, atom.Li: true, atom.Ol: true, atom.P: true,
+	atom.Pre: true, atom.Section: true, atom.Summary: true, atom.Table: true, atom.Tbody: true,
+	atom.Td: true, atom.Tfoot: true, atom.Th: true, atom.Thead: true, atom.Tr: true, atom.Ul: true,
 }
 
 // endTagLen is the length of the end tag of a.
@@ -190,7 +190,7 @@ var voidElements = map[atom.Atom]bool{
 
 // hiddenElements hold text no reader sees. The policy removes them all
 // already; render skips them in case that ever changes.
-var hiddenElements = map[string]bool{"script": true, "style": true, "title": true}
+var hiddenElements = map[atom.Atom]bool{atom.Script: true, atom.Style: true, atom.Title: true}
 
 // render makes the last pass over body, bluemonday's output: it filters
 // each style attribute with cleanStyle (the policy lets them through
@@ -206,14 +206,52 @@ var hiddenElements = map[string]bool{"script": true, "style": true, "title": tru
 // or before (cut: its part was longer than readLimit), has its open
 // elements closed and ends with storage.CutMark.
 func render(body string, limit int, cut bool) (clean, text string, links []string) {
-	bufs := renderBuffers.Get().(*[2][]byte)
-	b, out := bufs[0][:0], bufs[1][:0] // the text; the rewritten body
-	defer func() {
-		if cap(b)+cap(out) <= maxPooledBuffer {
-			bufs[0], bufs[1] = b, out
-			renderBuffers.Put(bufs)
+	r := renderers.Get().(*renderer)
+	defer r.release()
+	if len(body) <= limit {
+		// What bluemonday wrote is read as written; a body it did not
+		// write (or a form bmTokens does not read) goes to the
+		// tokenizer.
+		r.bm = bmTokens{s: body, attrs: r.bm.attrs[:0], text: r.bm.text[:0]}
+		if clean, text, links, ok := r.run(&r.bm, body, limit, cut); ok {
+			return clean, text, links
 		}
-	}()
+	}
+	// The tokenizer holds a whole token: a text of 10 MB would be read
+	// whole only to be cut. A token that ends past the cap is cut, so it
+	// is given the cap and one byte more.
+	clean, text, links, _ = r.run(newHTMLTokens(body[:min(len(body), limit+1)]), body, limit, cut)
+	return clean, text, links
+}
+
+// renderer holds render's buffers between messages: the text and the
+// rewritten body are as long as a body, and both are copied out before
+// render returns.
+type renderer struct {
+	text, out []byte
+	attrs     []xhtml.Attribute
+	bm        bmTokens
+}
+
+var renderers = sync.Pool{New: func() any { return new(renderer) }}
+
+// release puts r back in the pool, without what refers to the body, if
+// its buffers are not too large to keep.
+func (r *renderer) release() {
+	if cap(r.text)+cap(r.out)+cap(r.bm.text) > maxPooledBuffer {
+		return
+	}
+	clear(r.attrs[:cap(r.attrs)])
+	clear(r.bm.attrs[:cap(r.bm.attrs)])
+	r.bm.s, r.bm.name = "", ""
+	renderers.Put(r)
+}
+
+// run is render reading body through z; it reports false when z gave up
+// on the body (Bad).
+func (r *renderer) run(z tokens, body string, limit int, cut bool) (clean, text string, links []string, ok bool) {
+	b, out := r.text[:0], r.out[:0] // the text; the rewritten body
+	defer func() { r.text, r.out = b, out }()
 	var (
 		seen      map[string]bool
 		changed   bool // out holds the rewritten body
@@ -221,16 +259,11 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 		pos       int  // where the tokens read so far end in body
 		hidden    int
 		pre       int
-		attrs     []xhtml.Attribute
 		rewritten bool
 		open      []atom.Atom // the elements open at pos, for a cut body
 		closing   int         // the length of their end tags
 		safe      mark        // the state after the last token that fit
 	)
-	// The tokenizer holds a whole token: a text of 10 MB would be read
-	// whole only to be cut. A token that ends past the cap is cut, so it
-	// is given the cap and one byte more.
-	z := xhtml.NewTokenizer(strings.NewReader(body[:min(len(body), limit+1)]))
 	for {
 		// The body so far, its end tags and the marker must fit the cap;
 		// the first token that takes them past it is taken back.
@@ -246,10 +279,12 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 		safe = mark{pos: pos, copied: copied, changed: changed, closing: closing, out: len(out), text: len(b), links: len(links), open: len(open)}
 
 		tt := z.Next()
-		// Tokens tile the input, so their raw lengths give their offsets.
 		start := pos
-		pos += len(z.Raw())
+		pos += z.Len()
 		if tt == xhtml.ErrorToken {
+			if z.Bad() {
+				return "", "", nil, false
+			}
 			// The end of what the tokenizer was given; what it held of
 			// a token cut there is not part of the body.
 			pos = start
@@ -277,12 +312,12 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 			// the key lower-cased by the tokenizer, so a style attribute,
 			// however the sender spelled it, reads style= here.
 			styled := tt != xhtml.EndTagToken && strings.Contains(body[start:pos], "style=")
-			name, hasAttr := z.TagName()
-			if blockElements[string(name)] {
+			name := z.Name()
+			a := atom.Lookup([]byte(name))
+			if blockElements[a] {
 				b = append(b, '\n')
 			}
-			tag := string(name)
-			switch a := atom.Lookup(name); {
+			switch {
 			case a == 0 || voidElements[a]:
 			case tt == xhtml.StartTagToken:
 				open = append(open, a)
@@ -302,42 +337,40 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 				}
 			}
 			switch {
-			case hiddenElements[tag] && tt == xhtml.StartTagToken:
+			case hiddenElements[a] && tt == xhtml.StartTagToken:
 				hidden++
-			case hiddenElements[tag] && tt == xhtml.EndTagToken && hidden > 0:
+			case hiddenElements[a] && tt == xhtml.EndTagToken && hidden > 0:
 				hidden--
-			case tag == "pre" && tt == xhtml.StartTagToken:
+			case a == atom.Pre && tt == xhtml.StartTagToken:
 				pre++
-			case tag == "pre" && tt == xhtml.EndTagToken && pre > 0:
+			case a == atom.Pre && tt == xhtml.EndTagToken && pre > 0:
 				pre--
 			}
-			if !hasAttr || tt == xhtml.EndTagToken || (tag != "a" && !styled) {
+			if tt == xhtml.EndTagToken || (a != atom.A && !styled) {
 				continue
 			}
-			attrs, rewritten = attrs[:0], false
-			for hasAttr {
-				var key, val []byte
-				key, val, hasAttr = z.TagAttr()
-				a := xhtml.Attribute{Key: string(key), Val: string(val)}
+			rewritten = false
+			r.attrs = z.Attrs(r.attrs[:0])
+			for i := range r.attrs {
+				attr := &r.attrs[i]
 				switch {
-				case a.Key == "style":
-					if clean := cleanStyle(a.Val); clean != a.Val {
-						a.Val, rewritten = clean, true
+				case attr.Key == "style":
+					if clean := cleanStyle(attr.Val); clean != attr.Val {
+						attr.Val, rewritten = clean, true
 					}
-				case tag == "a" && a.Key == "href" && a.Val != "" && !seen[a.Val]:
+				case a == atom.A && attr.Key == "href" && attr.Val != "" && !seen[attr.Val]:
 					if seen == nil {
 						seen = map[string]bool{}
 					}
-					seen[a.Val] = true
-					links = append(links, a.Val)
+					seen[attr.Val] = true
+					links = append(links, attr.Val)
 				}
-				attrs = append(attrs, a)
 			}
 			if rewritten {
 				changed = true
 				out = append(append(out, body[copied:start]...), '<')
-				out = append(out, tag...)
-				for _, a := range attrs {
+				out = append(out, name...)
+				for _, a := range r.attrs {
 					if a.Key == "style" && a.Val == "" {
 						continue
 					}
@@ -353,7 +386,7 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 		}
 	}
 	if !changed && !cut {
-		return body[:pos], tidyLines(b), links
+		return body[:pos], tidyLines(b), links, true
 	}
 	out = append(out, body[copied:pos]...)
 	if cut {
@@ -362,7 +395,7 @@ func render(body string, limit int, cut bool) (clean, text string, links []strin
 		}
 		out = append(out, storage.CutMark...)
 	}
-	return string(out), tidyLines(b), links
+	return string(out), tidyLines(b), links, true
 }
 
 // mark is where render can cut a body: the state after a token.
@@ -372,40 +405,58 @@ type mark struct {
 	out, text, links, open int // lengths of render's slices
 }
 
-// renderBuffers hold render's two buffers between messages: each is as
-// long as a body, and both are copied out before render returns.
-var renderBuffers = sync.Pool{New: func() any { return new([2][]byte) }}
-
 // tidyLines makes each line of s its words joined by single spaces, and
 // drops the lines left empty: strings.Fields of each line, joined, in one
 // pass.
 func tidyLines(s []byte) string {
-	out := make([]byte, 0, len(s))
+	// A Builder hands over what it holds without the copy that a slice
+	// made into a string costs; the text is only ever shorter than s.
+	// Each word is written whole, not a rune at a time.
+	var out strings.Builder
+	out.Grow(len(s))
 	for len(s) > 0 {
 		var line []byte
 		line, s, _ = bytes.Cut(s, []byte{'\n'})
-		words, space := false, false
+		words := false
 		for i := 0; i < len(line); {
-			r, n := rune(line[i]), 1
-			if r >= utf8.RuneSelf {
-				r, n = utf8.DecodeRune(line[i:])
+			if n := spaceLen(line[i:]); n > 0 {
+				i += n
+				continue
 			}
-			if unicode.IsSpace(r) {
-				space = true
-			} else {
-				switch {
-				case !words && len(out) > 0:
-					out = append(out, '\n')
-				case words && space:
-					out = append(out, ' ')
-				}
-				out = append(out, line[i:i+n]...)
-				words, space = true, false
+			j := i + 1
+			for j < len(line) && spaceLen(line[j:]) == 0 {
+				j++
 			}
-			i += n
+			switch {
+			case words:
+				out.WriteByte(' ')
+			case out.Len() > 0:
+				out.WriteByte('\n')
+			}
+			out.Write(line[i:j])
+			words = true
+			i = j
 		}
 	}
-	return string(out)
+	return out.String()
+}
+
+// spaceLen returns the length of the white space rune (unicode.IsSpace)
+// at the start of s, or 0 when s does not start with one. A byte that is
+// not UTF-8 is no space.
+func spaceLen(s []byte) int {
+	if c := s[0]; c < utf8.RuneSelf {
+		switch c {
+		case '\t', '\n', '\v', '\f', '\r', ' ':
+			return 1
+		}
+		return 0
+	}
+	r, n := utf8.DecodeRune(s)
+	if unicode.IsSpace(r) {
+		return n
+	}
+	return 0
 }
 
 // body fills in the body, text, plain text and links of m from the text
@@ -422,7 +473,7 @@ func (p *parser) body(m *storage.Message, parts *textParts) {
 	case parts.html != nil:
 		body, text, links := p.sanitize(*parts.html, parts.htmlCut)
 		m.Body = &body
-		m.Text = truncate(joinNonEmpty(joinNonEmpty(text, strings.Join(links, "\n")), plain), p.maxBody)
+		m.Text = truncate(joinText(text, links, plain), p.maxBody)
 		m.Links = links
 		m.Plain = plain
 		if parts.plain == nil {
@@ -434,7 +485,7 @@ func (p *parser) body(m *storage.Message, parts *textParts) {
 		html, cut := plainToHTML(*parts.plain, p.maxBody)
 		body, text, links := render(p.policy.Sanitize(html), p.maxBody, cut || parts.plainCut)
 		m.Body = &body
-		m.Text = truncate(joinNonEmpty(text, strings.Join(links, "\n")), p.maxBody)
+		m.Text = truncate(joinText(text, links, ""), p.maxBody)
 		m.Links = links
 		m.Plain = plain
 	}

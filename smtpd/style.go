@@ -48,7 +48,12 @@ func cleanStyle(css string) string {
 	if len(css) > maxStyle {
 		return ""
 	}
-	var b strings.Builder
+	// Most styles come back as they were (bluemonday's output of a body
+	// render filtered before is such a style): the declarations are
+	// gathered on the stack, and css itself is returned when they spell
+	// it, so that only a style that changes costs an allocation.
+	var stack [512]byte
+	b := stack[:0]
 	for decl := range strings.SplitSeq(css, ";") {
 		prop, val, ok := strings.Cut(decl, ":")
 		if !ok {
@@ -59,14 +64,15 @@ func cleanStyle(css string) string {
 		if !allowedProperty(prop) || !safeStyleValue(val) || legacyHook(val) {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteString("; ")
+		if len(b) > 0 {
+			b = append(b, "; "...)
 		}
-		b.WriteString(prop)
-		b.WriteString(": ")
-		b.WriteString(val)
+		b = append(append(append(b, prop...), ": "...), val...)
 	}
-	return b.String()
+	if string(b) == css {
+		return css
+	}
+	return string(b)
 }
 
 // allowedProperty reports whether prop, in any case and with or without a
