@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"burner/storage"
@@ -35,10 +36,11 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 			}
 		}
 		if v.Event != nil {
-			return tx.Bucket(bucketEvents).ForEach(func(key, rec []byte) error {
-				e, err := readEvent(tx, key, rec)
+			o := outboxOf(tx)
+			return o.each(func(ident []byte, _ byte, rec []byte) error {
+				e, err := o.read(ident, rec)
 				if err != nil {
-					return fmt.Errorf("event %x: %w", key, err)
+					return fmt.Errorf("event %x: %w", ident, err)
 				}
 				return v.Event(e)
 			})
@@ -177,7 +179,7 @@ const (
 func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(storage.CopyCount)) (storage.CopyCount, error) {
 	var count storage.CopyCount
 	if err := db.bolt.View(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketEmails, bucketContents, bucketKeys, bucketEvents} {
+		for _, b := range [][]byte{bucketEmails, bucketContents, bucketKeys, bucketOutbox, bucketOutboxNew} {
 			if k, _ := tx.Bucket(b).Cursor().First(); k != nil {
 				return storage.ErrNotNew
 			}
@@ -358,37 +360,34 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 	}, nil
 }
 
-// importEvent returns what writes e in a transaction, with its own event
-// message record.
+// importEvent returns what writes e in a transaction, with its message
+// inline: in the 'n' range when it was never retried, else in the 'r'
+// range with its due key.
 func importEvent(e storage.Event) (func(*bolt.Tx) error, error) {
 	id, err := storage.ParseID(e.Email.ID)
 	if err != nil {
 		return nil, fmt.Errorf("event of email %q: %w", e.Email.ID, err)
 	}
-	if e.Hook == "" || bytes.IndexByte([]byte(e.Hook), 0) >= 0 {
+	if e.Hook == "" || strings.IndexByte(e.Hook, 0) >= 0 {
 		return nil, fmt.Errorf("event of email %s: unusable hook id %q", e.Email.ID, e.Hook)
 	}
 	hook := append([]byte(e.Hook), 0)
 	msg := encodeEventMsg(&storage.Message{From: e.Email.From, FromName: e.Email.FromName, Subject: e.Email.Subject, Body: e.Email.Body})
 	received := e.Email.ReceivedAt.UTC().Truncate(time.Millisecond)
-	next := e.Next
+	next := e.Next.UTC().Truncate(time.Millisecond)
 	if next.IsZero() {
 		next = received
 	}
+	ident := eventKey(hook, received, id)
+	rec := encodeEventInline(e.Attempts, next, e.Email.To, msg)
 	return func(tx *bolt.Tx) error {
-		msgs := tx.Bucket(bucketEventMsgs)
-		seq, err := msgs.NextSequence()
-		if err != nil {
+		b := tx.Bucket(bucketOutbox)
+		if e.Attempts == 0 && next.Equal(received) {
+			return b.Put(outboxKey(kindNew, ident, len(hook)), rec)
+		}
+		if err := b.Put(outboxKey(kindRetry, ident, len(hook)), rec); err != nil {
 			return err
 		}
-		mkey := be64(seq)
-		if err := msgs.Put(mkey, append(binary.AppendUvarint(nil, 1), msg...)); err != nil {
-			return err
-		}
-		key := eventKey(hook, received, id)
-		if err := tx.Bucket(bucketEvents).Put(key, encodeEvent(e.Attempts, next, mkey, e.Email.To)); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketEventsDue).Put(dueKey(key, len(hook), next), nil)
+		return b.Put(dueKey(ident, len(hook), next), nil)
 	}, nil
 }

@@ -22,8 +22,7 @@ const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // records.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// keys.go for keys and keyhashes; outbox.go for events, eventsdue and
-// eventmsgs.
+// keys.go for keys and keyhashes; outbox.go for outbox and outboxnew.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -230,7 +229,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketEvents, bucketEventsDue, bucketEventMsgs} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

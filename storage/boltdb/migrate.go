@@ -1,6 +1,9 @@
 package boltdb
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -51,6 +54,80 @@ var migrations = [...]migration{
 	// only version 5, which would call an inline record corrupt, refuses
 	// the file instead.
 	{"inline webhook events", func(*bolt.Tx) error { return nil }},
+	// 6 -> 7: the outbox is the outbox and outboxnew buckets (outbox.go):
+	// the events, eventsdue and eventmsgs buckets move into the first, so
+	// that a delivery rewrites the pages of one bucket rather than two, and
+	// most often of none. Records keep their encoding.
+	{"outbox buckets", mergeOutbox},
+}
+
+// mergeOutbox moves the events, eventsdue and eventmsgs buckets of schema
+// version 6 into the outbox bucket of version 7, and removes them: an
+// event never retried (no attempt, due at its receivedAt) to the 'n'
+// range, any other to the 'r' range with its due key, and each message,
+// under its own seq, to the 0x00 range. The messages' sequence goes on in
+// outboxnew, which it makes. It reads what it moves with its own code, as
+// version 6 wrote it.
+func mergeOutbox(tx *bolt.Tx) error {
+	events, msgs := tx.Bucket([]byte("events")), tx.Bucket([]byte("eventmsgs"))
+	out, err := tx.CreateBucketIfNotExists([]byte("outbox"))
+	if err != nil {
+		return err
+	}
+	staged, err := tx.CreateBucketIfNotExists([]byte("outboxnew"))
+	if err != nil {
+		return err
+	}
+	if msgs != nil {
+		if err := msgs.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("event message key %x: %w", k, errCorrupt)
+			}
+			return out.Put(append([]byte{0}, k...), bytes.Clone(v))
+		}); err != nil {
+			return err
+		}
+		if err := staged.SetSequence(max(staged.Sequence(), msgs.Sequence())); err != nil {
+			return err
+		}
+	}
+	if events != nil {
+		// Version 6: key hook 0x00 be64(receivedAt ms) uuid(16), record
+		// version(1) uvarint(attempts) be64(next ms) ...
+		if err := events.ForEach(func(k, v []byte) error {
+			i := bytes.IndexByte(k, 0)
+			if i <= 0 || len(k) != i+1+24 {
+				return fmt.Errorf("event key %x: %w", k, errCorrupt)
+			}
+			v = bytes.Clone(v) // the bucket it is in goes
+			if len(v) < 1 || v[0] != 1 && v[0] != 2 {
+				return fmt.Errorf("event %x: %w", k, errCorrupt)
+			}
+			attempts, w := binary.Uvarint(v[1:])
+			if w <= 0 || len(v) < 1+w+8 {
+				return fmt.Errorf("event %x: %w", k, errCorrupt)
+			}
+			next, received := v[1+w:1+w+8], k[i+1:i+9]
+			key := append(append(bytes.Clone(k[:i+1]), 'n'), k[i+1:]...)
+			if attempts == 0 && bytes.Equal(next, received) {
+				return out.Put(key, v)
+			}
+			key[i+1] = 'r'
+			if err := out.Put(key, v); err != nil {
+				return err
+			}
+			due := append(append(append(bytes.Clone(k[:i+1]), 'd'), next...), k[i+1:]...)
+			return out.Put(due, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"events", "eventsdue", "eventmsgs"} {
+		if err := tx.DeleteBucket([]byte(name)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrate brings the file to schema version len(steps)+1. A new file is

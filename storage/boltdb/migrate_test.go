@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"burner/storage"
 	"burner/storage/storetest"
 
+	"github.com/google/uuid"
+	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -372,7 +375,7 @@ func TestVersionFourFileUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bdb.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketEvents, bucketEventsDue, bucketEventMsgs} {
+		for _, b := range [][]byte{bucketOutbox, bucketOutboxNew} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -403,6 +406,100 @@ func TestVersionFourFileUpgrades(t *testing.T) {
 	}
 }
 
+// oldEvent is an event as schema versions 5 and 6 stored it.
+type oldEvent struct {
+	hook     string
+	id       uuid.UUID
+	received time.Time
+	attempts int
+	next     time.Time
+	to       string
+	msg      uint64 // the seq of its eventmsgs record; 0: inline (version 6)
+}
+
+// writeOldOutbox writes, in the file at path, the events, eventsdue and
+// eventmsgs buckets as versions 5 and 6 laid them out, with msgs (seq ->
+// refs and the message) and evs, leaves the eventmsgs sequence at seq,
+// removes the outbox bucket and stamps the file version. It encodes by
+// hand, so that the test pins the old format.
+func writeOldOutbox(t *testing.T, path string, version byte, msgs map[uint64]storage.Message, refs map[uint64]uint64, seq uint64, evs []oldEvent) {
+	t.Helper()
+	encodeMsg := func(m storage.Message) []byte {
+		var flags byte
+		subject, body := "", ""
+		if m.Subject != nil {
+			flags, subject = flags|1, *m.Subject
+		}
+		if m.Body != nil {
+			flags, body = flags|2, *m.Body
+		}
+		b := []byte{flags}
+		for _, f := range []string{m.From, m.FromName, subject, body} {
+			b = binary.AppendUvarint(b, uint64(len(f)))
+			b = append(b, f...)
+		}
+		return s2.Encode(nil, b)
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bdb.Close()
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketOutbox, bucketOutboxNew} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		events, _ := tx.CreateBucket([]byte("events"))
+		due, _ := tx.CreateBucket([]byte("eventsdue"))
+		mb, err := tx.CreateBucket([]byte("eventmsgs"))
+		if err != nil {
+			return err
+		}
+		for seq, m := range msgs {
+			if err := mb.Put(binary.BigEndian.AppendUint64(nil, seq), append(binary.AppendUvarint(nil, refs[seq]), encodeMsg(m)...)); err != nil {
+				return err
+			}
+		}
+		if err := mb.SetSequence(seq); err != nil {
+			return err
+		}
+		for _, e := range evs {
+			key := append([]byte(e.hook), 0)
+			key = binary.BigEndian.AppendUint64(key, uint64(e.received.UnixMilli()))
+			key = append(key, e.id[:]...)
+			version := byte(1)
+			if e.msg == 0 {
+				version = 2
+			}
+			rec := binary.AppendUvarint([]byte{version}, uint64(e.attempts))
+			rec = binary.BigEndian.AppendUint64(rec, uint64(e.next.UnixMilli()))
+			if e.msg != 0 {
+				rec = binary.BigEndian.AppendUint64(rec, e.msg)
+			}
+			rec = binary.AppendUvarint(rec, uint64(len(e.to)))
+			rec = append(rec, e.to...)
+			if e.msg == 0 {
+				rec = append(rec, encodeMsg(storage.Message{From: "inline@x.test", Body: new("inline")})...)
+			}
+			if err := events.Put(key, rec); err != nil {
+				return err
+			}
+			dk := append([]byte(e.hook), 0)
+			dk = binary.BigEndian.AppendUint64(dk, uint64(e.next.UnixMilli()))
+			dk = binary.BigEndian.AppendUint64(dk, uint64(e.received.UnixMilli()))
+			if err := due.Put(append(dk, e.id[:]...), nil); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte{version})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestVersionFiveFileUpgrades: a file of version 5, whose events share
 // their message record, opens at the current version with its pending
 // event sent and removed with its message, and new single events are
@@ -411,25 +508,10 @@ func TestVersionFourFileUpgrades(t *testing.T) {
 func TestVersionFiveFileUpgrades(t *testing.T) {
 	ctx := context.Background()
 	path := makeFile(t)
-	bdb, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	received := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
 	id := storage.NewID()
-	put, err := importEvent(storage.Event{Hook: "h", Email: storage.Email{ID: id.String(), To: "old@x.test", From: "s@x.test", Body: new("kept"), ReceivedAt: received}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.Update(func(tx *bolt.Tx) error {
-		if err := put(tx); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(keySchema, []byte{5})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	bdb.Close()
+	writeOldOutbox(t, path, 5, map[uint64]storage.Message{1: {From: "s@x.test", Body: new("kept")}}, map[uint64]uint64{1: 1}, 1,
+		[]oldEvent{{hook: "h", id: id, received: received, next: received, to: "old@x.test", msg: 1}})
 	db, err := Open(path, Options{Hooks: []storage.Hook{{ID: "h"}}})
 	if err != nil {
 		t.Fatalf("Open of a version 5 file: %v", err)
@@ -446,14 +528,100 @@ func TestVersionFiveFileUpgrades(t *testing.T) {
 	if err := db.flushOutbox(); err != nil {
 		t.Fatal(err)
 	}
-	if n, m := bucketLen(t, db, bucketEvents), bucketLen(t, db, bucketEventMsgs); n+m != 0 {
-		t.Errorf("after the version 5 event was sent: %d events and %d messages, want none", n, m)
+	if c := outboxLen(t, db); c != (outboxCount{}) {
+		t.Errorf("after the version 5 event was sent: %+v, want nothing", c)
 	}
 	deliver(t, db, "three", "carol@x.org")
-	if n, m := bucketLen(t, db, bucketEvents), bucketLen(t, db, bucketEventMsgs); n != 1 || m != 0 {
-		t.Errorf("after a delivery making one event: %d events and %d messages, want 1 inline and none", n, m)
+	if c := outboxLen(t, db); c != (outboxCount{new: 1}) {
+		t.Errorf("after a delivery making one event: %+v, want 1 inline and no message", c)
 	}
 	if err := migrate(db.bolt, migrations[:4], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
 		t.Errorf("a burner of version 5 opening it: %v, want ErrSchemaNew", err)
+	}
+}
+
+// TestVersionSixFileUpgrades: a file of version 6 keeps its outbox in
+// three buckets. Open moves it into the outbox bucket: events never
+// retried, inline or sharing a message, stay due at their receivedAt; a
+// retried one keeps its attempts and due time; the shared message goes
+// with its last event; a new shared message takes a seq after the old
+// ones; and a burner that knows only version 6 refuses the file.
+func TestVersionSixFileUpgrades(t *testing.T) {
+	ctx := context.Background()
+	path := makeFile(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	received := now.Add(-time.Hour)
+	next := now.Add(time.Hour)
+	ids := []uuid.UUID{storage.NewID(), storage.NewID(), storage.NewID(), storage.NewID()}
+	writeOldOutbox(t, path, 6,
+		map[uint64]storage.Message{7: {From: "s@x.test", FromName: "S", Subject: new("shared"), Body: new("the body")}}, map[uint64]uint64{7: 2}, 9,
+		[]oldEvent{
+			{hook: "a", id: ids[0], received: received, next: received, to: "r1@x.test", msg: 7},
+			{hook: "a", id: ids[1], received: received.Add(time.Millisecond), attempts: 3, next: next, to: "r2@x.test", msg: 7},
+			{hook: "a", id: ids[2], received: received.Add(2 * time.Millisecond), next: received.Add(2 * time.Millisecond), to: "r3@x.test"},
+			{hook: "gone", id: ids[3], received: received.Add(-time.Minute), attempts: 1, next: now.Add(-time.Minute), to: "r4@x.test"},
+		})
+	db, err := Open(path, Options{Hooks: []storage.Hook{{ID: "a"}}})
+	if err != nil {
+		t.Fatalf("Open of a version 6 file: %v", err)
+	}
+	defer db.Close()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	db.bolt.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{"events", "eventsdue", "eventmsgs"} {
+			if tx.Bucket([]byte(name)) != nil {
+				t.Errorf("the bucket %s is still there after the upgrade", name)
+			}
+		}
+		return nil
+	})
+	if c := outboxLen(t, db); c != (outboxCount{new: 2, retried: 2, due: 2, msgs: 1}) {
+		t.Errorf("after the upgrade: %+v, want 2 new events, 2 retried with their due keys, 1 message", c)
+	}
+	w, err := db.Waiting(ctx)
+	want := []storage.HookWaiting{{Hook: "a", Events: 3, Oldest: received}, {Hook: "gone", Events: 1, Oldest: received.Add(-time.Minute)}}
+	if err != nil || !reflect.DeepEqual(w, want) {
+		t.Errorf("Waiting after the upgrade = %+v, %v; want %+v", w, err, want)
+	}
+	evs, err := db.ClaimEvents(ctx, storage.Claim{Hook: "a", Now: now, Lease: 3 * time.Hour, Max: 10})
+	claimed := evs
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("ClaimEvents(a) now = %+v, %v; want the 2 never retried", evs, err)
+	}
+	if e := evs[0]; e.Email.ID != ids[0].String() || e.Email.To != "r1@x.test" || e.Email.FromName != "S" || *e.Email.Subject != "shared" || *e.Email.Body != "the body" || e.Attempts != 0 || !e.Next.Equal(received) {
+		t.Errorf("the first event claimed = %+v, want the one sharing its message, due at its receivedAt", e)
+	}
+	if e := evs[1]; e.Email.ID != ids[2].String() || *e.Email.Body != "inline" {
+		t.Errorf("the second event claimed = %+v, want the inline one", e)
+	}
+	evs, err = db.ClaimEvents(ctx, storage.Claim{Hook: "a", Now: next, Lease: time.Minute, Max: 10})
+	if err != nil || len(evs) != 1 || evs[0].Email.ID != ids[1].String() || evs[0].Attempts != 3 || !evs[0].Next.Equal(next) || *evs[0].Email.Body != "the body" {
+		t.Fatalf("ClaimEvents(a) at the retry = %+v, %v; want the retried event with 3 attempts", evs, err)
+	}
+	claimed = append(claimed, evs...)
+	if evs, err := db.ClaimEvents(ctx, storage.Claim{Hook: "gone", Now: now, Lease: time.Minute, Max: 10}); err != nil || len(evs) != 1 || evs[0].Attempts != 1 {
+		t.Errorf("ClaimEvents(gone) = %+v, %v; want its retried event", evs, err)
+	}
+	for _, e := range claimed {
+		db.CompleteEvent(ctx, e)
+	}
+	if err := db.flushOutbox(); err != nil {
+		t.Fatal(err)
+	}
+	if c := outboxLen(t, db); c != (outboxCount{retried: 1, due: 1}) {
+		t.Errorf("after hook a's events were sent: %+v, want only hook gone's event, the message gone with its last event", c)
+	}
+	deliver(t, db, "shared", "x@x.org", "y@x.org")
+	db.bolt.View(func(tx *bolt.Tx) error {
+		o := outboxOf(tx)
+		if _, m := o.msg(be64(10)); m == nil {
+			t.Error("the first message after the upgrade is not at seq 10, after the old ones")
+		}
+		return nil
+	})
+	if err := migrate(db.bolt, migrations[:5], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
+		t.Errorf("a burner of version 6 opening it: %v, want ErrSchemaNew", err)
 	}
 }

@@ -2,9 +2,12 @@ package boltdb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,16 +19,41 @@ import (
 )
 
 // The outbox layout (SPEC §9: the webhook events, written in the commit of
-// their emails):
+// their emails) is two buckets, outbox and outboxnew. The outbox holds
 //
-//	events:    hook 0x00 be64(receivedAt unix ms) uuid(16)             -> event record
-//	eventsdue: hook 0x00 be64(next unix ms) be64(receivedAt ms) uuid(16) -> empty
-//	eventmsgs: be64(seq)                                                -> event message record
+//	0x00 be64(seq)                                 -> event message record
+//	hook 0x00 'n' be64(receivedAt ms) uuid(16)     -> event record, never retried
+//	hook 0x00 'r' be64(receivedAt ms) uuid(16)     -> event record, retried
+//	hook 0x00 'd' be64(next ms) be64(receivedAt ms) uuid(16) -> empty
 //
-// A hook id holds no 0x00, so "a" 0x00 prefixes the keys of hook "a" only.
-// Within a hook, events sort by receivedAt, so the oldest is the first key
-// and DropEvents stops at the first one it keeps; eventsdue sorts them by
-// when they are due, so ClaimEvents reads only what is due.
+// and outboxnew, the newest events and messages, keyed as the 0x00 and 'n'
+// ranges are. A hook id is not empty and holds no 0x00, so "a" 0x00
+// prefixes the keys of hook "a" only, and the keys that start with 0x00
+// are the messages'.
+//
+// What a delivery adds costs the pages it rewrites, and their fsync: in a
+// bucket of many pages, the leaf it lands in and every branch page above
+// it. So a delivery writes its events and message into outboxnew while
+// they fit in it as a bbolt inline bucket (a quarter of a page, in the
+// file's root page, which every commit rewrites anyway), and moves them all
+// into the outbox when they no longer do: the outbox's pages are rewritten
+// once for every few deliveries rather than for each. In the outbox, new
+// events and messages append at the end of their ranges. outboxnew stays
+// empty while the root page has too little room for it (stagedRoom): a
+// root page that splits stays split, which would cost every commit a page
+// or two.
+//
+// An event moves to the 'r' range, with a due key in the 'd' range, when
+// its first failure is written (flushOutbox), which is off the path of
+// the 250. ClaimEvents merges the 'n' range, due by receivedAt, with the
+// 'd' range, by due time, and stops at the first event not due: it reads
+// no event waiting for a later retry; then it reads the few in outboxnew.
+// Both 'n' and 'r' sort by receivedAt, so DropEvents stops at the first
+// event it keeps in each.
+//
+// An event's identity, the key of its lease and of its outcome not yet
+// written, is hook 0x00 be64(receivedAt ms) uuid: what storage.Event
+// carries, whichever range or bucket holds it.
 //
 // An event record is
 //
@@ -36,8 +64,7 @@ import (
 //
 //	version(1) uvarint(attempts) be64(next unix ms) uvarint-prefixed to, s2 block
 //
-// with the s2 block of an event message record inline: the commit then
-// writes no eventmsgs page for it.
+// with the s2 block of an event message record inline.
 //
 // What the recipients of one message share (sender, subject and body, up to
 // the body cap of 1 MiB) is written once per Deliver, for all its events,
@@ -47,13 +74,25 @@ import (
 //
 // where refs counts the events that point to it: a message to 100
 // recipients and 2 hooks costs 200 small event records and one compressed
-// body, which the last event removed takes with it. It is the email as it
-// was stored, kept apart from the email's own content record so that an
-// email deleted before it is sent is still sent (SPEC §9).
+// body, which the last event removed takes with it. Its seq is outboxnew's
+// sequence; it is in either bucket, whichever holds its events. It is the
+// email as it was stored, kept apart from the email's own content record
+// so that an email deleted before it is sent is still sent (SPEC §9).
+//
+// Schema version 6 kept the events, their due keys and the messages in
+// three buckets (events, eventsdue, eventmsgs), so that a delivery
+// rewrote a leaf and its branches in two of them; migrate.go moves them
+// into the outbox.
 var (
-	bucketEvents    = []byte("events")
-	bucketEventsDue = []byte("eventsdue")
-	bucketEventMsgs = []byte("eventmsgs")
+	bucketOutbox    = []byte("outbox")
+	bucketOutboxNew = []byte("outboxnew")
+)
+
+// The kinds of outbox keys, after the hook id and its 0x00.
+const (
+	kindDue   = 'd'
+	kindNew   = 'n'
+	kindRetry = 'r'
 )
 
 const (
@@ -76,10 +115,21 @@ const (
 // after a crash).
 type outbox struct {
 	mu     sync.Mutex
-	leases map[string]time.Time // events key -> end of its lease
-	ops    map[string]outboxOp  // events key -> outcome not yet written
+	leases map[string]time.Time // event identity -> end of its lease
+	ops    map[string]outboxOp  // event identity -> outcome not yet written
 	gen    uint64               // numbers the ops, so that a flush removes only those it wrote
+	retry  int                  // how many of the ops are retries
 	added  storage.Notifier     // woken, per hook id, after a commit that adds events
+	full   chan struct{}        // wakes the flusher early; see outboxFlushOps
+}
+
+// wake returns the channel that wakes the flusher early. The caller holds
+// o.mu.
+func (o *outbox) wake() chan struct{} {
+	if o.full == nil {
+		o.full = make(chan struct{}, 1)
+	}
+	return o.full
 }
 
 // outboxOp is an outcome to write: remove the event, or store its attempts
@@ -99,6 +149,14 @@ type hookEvent struct {
 
 // outboxFlushInterval is how often outcomes are written (see outbox).
 const outboxFlushInterval = time.Second
+
+// outboxFlushOps is how many outcomes not yet written make the flusher
+// write them before the second is over. ClaimEvents skips the events
+// settled but not written, which are the first of their range, one by
+// one: with a fast receiver, a second of them made claims cost more CPU
+// than the deliveries they serve, while a commit for every few hundred
+// outcomes costs ingest little.
+const outboxFlushOps = 256
 
 // planEvents fills d.events and d.eventMsg for the emails of d to the
 // hooks of db that cover their inboxes, in the caller's goroutine.
@@ -140,40 +198,115 @@ func encodeEventMsg(msg *storage.Message) []byte {
 // putEvents writes the events of d in tx, after put has decided the
 // receivedAt of its emails: each is due at once.
 func (d *delivery) putEvents(tx *bolt.Tx) error {
-	events, due := tx.Bucket(bucketEvents), tx.Bucket(bucketEventsDue)
-	if len(d.events) == 1 {
-		ev := d.events[0]
-		t := d.times[ev.email]
-		key := eventKey(ev.hook, t, d.ids[ev.email])
-		if err := events.Put(key, encodeEventInline(0, t, d.to[ev.email], d.eventMsg)); err != nil {
+	o := outboxOf(tx)
+	var kvs [][2][]byte
+	var mkey []byte
+	if len(d.events) > 1 {
+		seq, err := o.staged.NextSequence()
+		if err != nil {
 			return err
 		}
-		return due.Put(dueKey(key, len(ev.hook), t), nil)
-	}
-	msgs := tx.Bucket(bucketEventMsgs)
-	seq, err := msgs.NextSequence()
-	if err != nil {
-		return err
-	}
-	mkey := be64(seq)
-	rec := binary.AppendUvarint(make([]byte, 0, 10+len(d.eventMsg)), uint64(len(d.events)))
-	if err := msgs.Put(mkey, append(rec, d.eventMsg...)); err != nil {
-		return err
+		mkey = be64(seq)
+		rec := binary.AppendUvarint(make([]byte, 0, 10+len(d.eventMsg)), uint64(len(d.events)))
+		kvs = append(kvs, [2][]byte{msgKey(mkey), append(rec, d.eventMsg...)})
 	}
 	for _, ev := range d.events {
 		t := d.times[ev.email]
-		key := eventKey(ev.hook, t, d.ids[ev.email])
-		if err := events.Put(key, encodeEvent(0, t, mkey, d.to[ev.email])); err != nil {
+		key := outboxKey(kindNew, eventKey(ev.hook, t, d.ids[ev.email]), len(ev.hook))
+		if mkey == nil {
+			kvs = append(kvs, [2][]byte{key, encodeEventInline(0, t, d.to[ev.email], d.eventMsg)})
+		} else {
+			kvs = append(kvs, [2][]byte{key, encodeEvent(0, t, mkey, d.to[ev.email])})
+		}
+	}
+	size := 0
+	for _, kv := range kvs {
+		size += inlineElement + len(kv[0]) + len(kv[1])
+	}
+	room, used := stagedRoom(tx), inlineSize(o.staged)
+	if used+size > room && used > 0 {
+		if err := o.moveStaged(); err != nil {
 			return err
 		}
-		if err := due.Put(dueKey(key, len(ev.hook), t), nil); err != nil {
+	}
+	b := o.staged
+	if size > room {
+		b = o.main
+		// New events and messages append at the end of their ranges: a
+		// leaf that splits is never written again, so it can be full.
+		b.FillPercent = 1.0
+	}
+	for _, kv := range kvs {
+		if err := b.Put(kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// eventKey returns hook 0x00 be64(receivedAt ms) uuid; hook ends in 0x00.
+// The sizes bbolt gives a page header and a leaf element; an inline
+// bucket holds at most a quarter of a page, its header included.
+const (
+	inlineHeader  = 16
+	inlineElement = 16
+)
+
+// inlineSize returns the bytes the elements of the inline bucket b take.
+func inlineSize(b *bolt.Bucket) int {
+	n := 0
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		n += inlineElement + len(k) + len(v)
+	}
+	return n
+}
+
+// stagedRoom returns how many bytes of elements outboxnew may hold in tx:
+// what keeps it inline, and the root page, which holds it, below three
+// quarters full (for what the rest of the commit adds), or nothing.
+func stagedRoom(tx *bolt.Tx) int {
+	page := tx.DB().Info().PageSize
+	root := inlineHeader
+	c := tx.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		root += inlineElement + len(k) + inlineHeader // the bucket header
+		if bytes.Equal(k, bucketOutboxNew) {
+			continue
+		}
+		if b := tx.Bucket(k); b != nil && b.RootPage() == 0 {
+			root += inlineHeader + inlineSize(b)
+		}
+	}
+	return max(0, min(page/4, page*3/4-root)-inlineHeader)
+}
+
+// boxes are the outbox's two buckets in a transaction.
+type boxes struct{ main, staged *bolt.Bucket }
+
+func outboxOf(tx *bolt.Tx) boxes {
+	return boxes{main: tx.Bucket(bucketOutbox), staged: tx.Bucket(bucketOutboxNew)}
+}
+
+// moveStaged moves what outboxnew holds into the outbox.
+func (o boxes) moveStaged() error {
+	o.main.FillPercent = 1.0 // see putEvents
+	c := o.staged.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.First() {
+		if err := o.main.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
+			return err
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// msgKey returns the key of the event message of seq mkey.
+func msgKey(mkey []byte) []byte { return append([]byte{0}, mkey...) }
+
+// eventKey returns the identity of an event, hook 0x00 be64(receivedAt ms)
+// uuid; hook ends in 0x00.
 func eventKey(hook []byte, received time.Time, id uuid.UUID) []byte {
 	k := make([]byte, 0, len(hook)+24)
 	k = append(k, hook...)
@@ -181,13 +314,23 @@ func eventKey(hook []byte, received time.Time, id uuid.UUID) []byte {
 	return append(k, id[:]...)
 }
 
-// dueKey returns the eventsdue key of the events key key, whose hook
-// prefix (with its 0x00) is n bytes long, due at next.
-func dueKey(key []byte, n int, next time.Time) []byte {
-	k := make([]byte, 0, len(key)+8)
-	k = append(k, key[:n]...)
+// outboxKey returns the key of kind kindNew or kindRetry of the event
+// whose identity is ident, with a hook prefix (0x00 included) n bytes long.
+func outboxKey(kind byte, ident []byte, n int) []byte {
+	k := make([]byte, 0, len(ident)+1)
+	k = append(k, ident[:n]...)
+	k = append(k, kind)
+	return append(k, ident[n:]...)
+}
+
+// dueKey returns the due key of the event whose identity is ident, with a
+// hook prefix (0x00 included) n bytes long, due at next.
+func dueKey(ident []byte, n int, next time.Time) []byte {
+	k := make([]byte, 0, len(ident)+9)
+	k = append(k, ident[:n]...)
+	k = append(k, kindDue)
 	k = binary.BigEndian.AppendUint64(k, uint64(next.UnixMilli()))
-	return append(k, key[n:]...)
+	return append(k, ident[n:]...)
 }
 
 func encodeEvent(attempts int, next time.Time, mkey []byte, to string) []byte {
@@ -257,20 +400,58 @@ func decodeEventRecord(v []byte) (eventRecord, error) {
 	return r, nil
 }
 
-// splitEventKey returns the hook id, receivedAt and email id of an events
-// key.
-func splitEventKey(key []byte) (hook string, received time.Time, id uuid.UUID, err error) {
-	i := bytes.IndexByte(key, 0)
-	if i < 0 || len(key) != i+1+24 {
+// splitEventKey returns the hook id, receivedAt and email id of an
+// event's identity.
+func splitEventKey(ident []byte) (hook string, received time.Time, id uuid.UUID, err error) {
+	i := bytes.IndexByte(ident, 0)
+	if i <= 0 || len(ident) != i+1+24 {
 		return "", time.Time{}, uuid.UUID{}, errCorrupt
 	}
-	rest := key[i+1:]
-	return string(key[:i]), time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC(), uuid.UUID(rest[8:24]), nil
+	rest := ident[i+1:]
+	return string(ident[:i]), time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC(), uuid.UUID(rest[8:24]), nil
 }
 
-// readEvent decodes the event at key, with v its record.
-func readEvent(tx *bolt.Tx, key, v []byte) (storage.Event, error) {
-	hook, received, id, err := splitEventKey(key)
+// find returns the bucket, key and record of the event whose identity is
+// ident, with a hook prefix n bytes long; a nil record when it is gone.
+func (o boxes) find(ident []byte, n int) (b *bolt.Bucket, key, v []byte) {
+	key = outboxKey(kindNew, ident, n)
+	if v = o.main.Get(key); v != nil {
+		return o.main, key, v
+	}
+	if v = o.staged.Get(key); v != nil {
+		return o.staged, key, v
+	}
+	key[n] = kindRetry
+	return o.main, key, o.main.Get(key)
+}
+
+// msg returns the bucket and record of the event message of seq mkey.
+func (o boxes) msg(mkey []byte) (*bolt.Bucket, []byte) {
+	k := msgKey(mkey)
+	if v := o.staged.Get(k); v != nil {
+		return o.staged, v
+	}
+	return o.main, o.main.Get(k)
+}
+
+// remove removes the event record at key in b, whose message is mkey
+// (nil: inline), and the message with its last event. The caller removes
+// its due key.
+func (o boxes) remove(b *bolt.Bucket, key, mkey []byte) error {
+	if err := b.Delete(key); err != nil || mkey == nil {
+		return err
+	}
+	mb, m := o.msg(mkey)
+	refs, w := binary.Uvarint(m)
+	if w <= 0 || refs <= 1 {
+		return mb.Delete(msgKey(mkey))
+	}
+	return mb.Put(msgKey(mkey), append(binary.AppendUvarint(nil, refs-1), m[w:]...))
+}
+
+// read decodes the event whose identity is ident, with v its record.
+func (o boxes) read(ident, v []byte) (storage.Event, error) {
+	hook, received, id, err := splitEventKey(ident)
 	if err != nil {
 		return storage.Event{}, err
 	}
@@ -280,18 +461,18 @@ func readEvent(tx *bolt.Tx, key, v []byte) (storage.Event, error) {
 	}
 	block := r.inline
 	if r.mkey != nil {
-		m := tx.Bucket(bucketEventMsgs).Get(r.mkey)
+		_, m := o.msg(r.mkey)
 		_, w := binary.Uvarint(m)
 		if w <= 0 {
 			return storage.Event{}, errCorrupt
 		}
 		block = m[w:]
 	}
-	b, err := s2.Decode(nil, block)
-	if err != nil || len(b) < 1 {
+	d, err := s2.Decode(nil, block)
+	if err != nil || len(d) < 1 {
 		return storage.Event{}, errCorrupt
 	}
-	flags, rest := b[0], b[1:]
+	flags, rest := d[0], d[1:]
 	var fields [4][]byte
 	for i := range fields {
 		var ok bool
@@ -311,6 +492,40 @@ func readEvent(tx *bolt.Tx, key, v []byte) (storage.Event, error) {
 	return storage.Event{Hook: hook, Email: e, Attempts: r.attempts, Next: r.next}, nil
 }
 
+// eachEvent calls fn with the identity, kind (kindNew or kindRetry) and
+// record of every event in b, one of the outbox's buckets, hook by hook.
+func eachEvent(b *bolt.Bucket, fn func(ident []byte, kind byte, v []byte) error) error {
+	cur := b.Cursor()
+	for k, v := cur.Seek([]byte{1}); k != nil; { // past the messages
+		i := bytes.IndexByte(k, 0)
+		if i <= 0 || len(k) < i+2 {
+			return fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+		}
+		switch kind := k[i+1]; {
+		case kind == kindDue:
+			k, v = cur.Seek(append(bytes.Clone(k[:i+1]), kindNew))
+			continue
+		case kind != kindNew && kind != kindRetry || len(k) != i+2+24:
+			return fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+		default:
+			if err := fn(append(bytes.Clone(k[:i+1]), k[i+2:]...), kind, v); err != nil {
+				return err
+			}
+		}
+		k, v = cur.Next()
+	}
+	return nil
+}
+
+// each calls fn with the identity, kind and record of every event of
+// the outbox, those of outboxnew last.
+func (o boxes) each(fn func(ident []byte, kind byte, v []byte) error) error {
+	if err := eachEvent(o.main, fn); err != nil {
+		return err
+	}
+	return eachEvent(o.staged, fn)
+}
+
 // ClaimEvents returns the due events of c.Hook not leased nor settled, and
 // leases them to this process (storage.Outbox).
 func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event, error) {
@@ -321,77 +536,126 @@ func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event
 		return nil, nil
 	}
 	prefix := append([]byte(c.Hook), 0)
-	o := &db.outbox
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	n := len(prefix)
+	ob := &db.outbox
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
 	var out []storage.Event
 	now := c.Now.UnixMilli()
-	free := func(key string) bool {
-		end, leased := o.leases[key]
+	free := func(ident []byte) bool {
+		end, leased := ob.leases[string(ident)]
 		return !leased || !c.Now.Before(end)
 	}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		events := tx.Bucket(bucketEvents)
-		claim := func(key []byte) error {
-			v := events.Get(key)
+		o := outboxOf(tx)
+		// claim reads the event whose identity is ident unless it is
+		// settled or leased. The settled ones come first in their range
+		// until the next flush: they are skipped without a copy.
+		claim := func(ident []byte) error {
+			if _, pending := ob.ops[string(ident)]; pending || !free(ident) {
+				return nil
+			}
+			ident = bytes.Clone(ident)
+			_, _, v := o.find(ident, n)
 			if v == nil {
 				return nil // dropped
 			}
-			e, err := readEvent(tx, key, v)
+			e, err := o.read(ident, v)
 			if err != nil {
-				return fmt.Errorf("event %x: %w", key, err)
+				return fmt.Errorf("event %x: %w", ident, err)
 			}
 			out = append(out, e)
 			return nil
 		}
-		cur := tx.Bucket(bucketEventsDue).Cursor()
-		for k, _ := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < c.Max; k, _ = cur.Next() {
-			if len(k) != len(prefix)+32 {
-				return fmt.Errorf("due key %x: %w", k, errCorrupt)
+		// An event never retried is due at its receivedAt, a retried one
+		// at its due key: the two ranges merge by when they are due, and
+		// the first event not due ends both.
+		newPrefix, duePrefix := append(bytes.Clone(prefix), kindNew), append(bytes.Clone(prefix), kindDue)
+		news, dues := o.main.Cursor(), o.main.Cursor()
+		nk, _ := news.Seek(newPrefix)
+		dk, _ := dues.Seek(duePrefix)
+		ident := make([]byte, 0, n+24)
+	scan:
+		for len(out) < c.Max {
+			if !bytes.HasPrefix(nk, newPrefix) {
+				nk = nil
+			} else if len(nk) != n+1+24 {
+				return fmt.Errorf("event key %x: %w", nk, errCorrupt)
 			}
-			if int64(binary.BigEndian.Uint64(k[len(prefix):])) > now {
-				break
+			if !bytes.HasPrefix(dk, duePrefix) {
+				dk = nil
+			} else if len(dk) != n+1+32 {
+				return fmt.Errorf("due key %x: %w", dk, errCorrupt)
 			}
-			key := append(bytes.Clone(prefix), k[len(prefix)+8:]...)
-			if _, pending := o.ops[string(key)]; pending || !free(string(key)) {
-				continue
+			switch {
+			case nk != nil && (dk == nil || binary.BigEndian.Uint64(nk[n+1:]) <= binary.BigEndian.Uint64(dk[n+1:])):
+				if int64(binary.BigEndian.Uint64(nk[n+1:])) > now {
+					break scan
+				}
+				ident = append(append(ident[:0], prefix...), nk[n+1:]...)
+				nk, _ = news.Next()
+			case dk != nil:
+				if int64(binary.BigEndian.Uint64(dk[n+1:])) > now {
+					break scan
+				}
+				ident = append(append(ident[:0], prefix...), dk[n+9:]...)
+				dk, _ = dues.Next()
+			default:
+				break scan
 			}
-			if err := claim(key); err != nil {
+			if err := claim(ident); err != nil {
 				return err
 			}
 		}
-		// Events retried but not yet written are due by their op.
-		for key, op := range o.ops {
-			if len(out) >= c.Max {
+		// The newest events, a quarter of a page of them at most.
+		sc := o.staged.Cursor()
+		for k, _ := sc.Seek(newPrefix); bytes.HasPrefix(k, newPrefix) && len(out) < c.Max; k, _ = sc.Next() {
+			if len(k) != n+1+24 {
+				return fmt.Errorf("event key %x: %w", k, errCorrupt)
+			}
+			if int64(binary.BigEndian.Uint64(k[n+1:])) > now {
 				break
 			}
-			if op.done || op.next.After(c.Now) || !free(key) || !bytes.HasPrefix([]byte(key), prefix) {
-				continue
-			}
-			n := len(out)
-			if err := claim([]byte(key)); err != nil {
+			if err := claim(append(append(ident[:0], prefix...), k[n+1:]...)); err != nil {
 				return err
 			}
-			if len(out) > n {
-				out[n].Attempts, out[n].Next = op.attempts, op.next
+		}
+		// Events retried but not yet written are due by their op; with
+		// a fast receiver, the ops are all done, and none is read.
+		for ident, op := range ob.ops {
+			if len(out) >= c.Max || ob.retry == 0 {
+				break
 			}
+			if op.done || op.next.After(c.Now) || !strings.HasPrefix(ident, string(prefix)) || !free([]byte(ident)) {
+				continue
+			}
+			_, _, v := o.find([]byte(ident), n)
+			if v == nil {
+				continue // dropped
+			}
+			e, err := o.read([]byte(ident), v)
+			if err != nil {
+				return fmt.Errorf("event %x: %w", ident, err)
+			}
+			e.Attempts, e.Next = op.attempts, op.next
+			out = append(out, e)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim events of hook %s: %w", c.Hook, err)
 	}
-	if o.leases == nil {
-		o.leases = make(map[string]time.Time)
+	if ob.leases == nil {
+		ob.leases = make(map[string]time.Time)
 	}
 	for _, e := range out {
-		o.leases[string(outboxKey(e))] = c.Now.Add(c.Lease)
+		ob.leases[string(eventIdent(e))] = c.Now.Add(c.Lease)
 	}
 	return out, nil
 }
 
-// outboxKey returns the events key of e.
-func outboxKey(e storage.Event) []byte {
+// eventIdent returns the identity of e.
+func eventIdent(e storage.Event) []byte {
 	id, _ := uuid.Parse(e.Email.ID)
 	return eventKey(append([]byte(e.Hook), 0), e.Email.ReceivedAt, id)
 }
@@ -415,62 +679,85 @@ func (db *DB) settle(ctx context.Context, e storage.Event, op outboxOp) error {
 	if _, err := uuid.Parse(e.Email.ID); err != nil {
 		return fmt.Errorf("settle event %s: %w", e.Email.ID, storage.ErrNotFound)
 	}
-	key := string(outboxKey(e))
+	ident := string(eventIdent(e))
 	o := &db.outbox
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.ops == nil {
 		o.ops = make(map[string]outboxOp)
 	}
-	if o.ops[key].done {
+	old, ok := o.ops[ident]
+	if old.done {
 		return nil // gone already: a retry must not bring it back
+	}
+	if ok {
+		o.retry--
+	}
+	if !op.done {
+		o.retry++
 	}
 	o.gen++
 	op.gen = o.gen
-	o.ops[key] = op
-	delete(o.leases, key)
+	o.ops[ident] = op
+	if len(o.ops)%outboxFlushOps == 0 {
+		select {
+		case o.wake() <- struct{}{}:
+		default: // a flush is due already
+		}
+	}
+	delete(o.leases, ident)
 	return nil
 }
 
-// flushOutbox writes the outcomes held in memory, in one transaction.
+// flushOutbox writes the outcomes held in memory, in one transaction. An
+// event's first failure moves it to the 'r' range, with a due key.
 func (db *DB) flushOutbox() error {
-	o := &db.outbox
-	o.mu.Lock()
-	if len(o.ops) == 0 {
-		o.mu.Unlock()
+	ob := &db.outbox
+	ob.mu.Lock()
+	if len(ob.ops) == 0 {
+		ob.mu.Unlock()
 		return nil
 	}
-	ops := make(map[string]outboxOp, len(o.ops))
-	for k, op := range o.ops {
+	ops := make(map[string]outboxOp, len(ob.ops))
+	for k, op := range ob.ops {
 		ops[k] = op
 	}
-	o.mu.Unlock()
+	ob.mu.Unlock()
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		events, due := tx.Bucket(bucketEvents), tx.Bucket(bucketEventsDue)
+		o := outboxOf(tx)
 		for k, op := range ops {
-			key := []byte(k)
-			v := events.Get(key)
+			ident := []byte(k)
+			n := bytes.IndexByte(ident, 0) + 1
+			b, key, v := o.find(ident, n)
 			if v == nil {
 				continue // dropped meanwhile
 			}
 			r, err := decodeEventRecord(v)
 			if err != nil {
-				return fmt.Errorf("event %x: %w", key, err)
+				return fmt.Errorf("event %x: %w", ident, err)
 			}
-			n := bytes.IndexByte(key, 0) + 1
-			if err := due.Delete(dueKey(key, n, r.next)); err != nil {
-				return err
+			r.mkey = bytes.Clone(r.mkey)
+			if key[n] == kindRetry {
+				if err := o.main.Delete(dueKey(ident, n, r.next)); err != nil {
+					return err
+				}
 			}
 			if op.done {
-				if err := deleteEvent(tx, key, r.mkey); err != nil {
+				if err := o.remove(b, key, r.mkey); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := events.Put(key, r.encode(op.attempts, op.next)); err != nil {
+			rec := r.encode(op.attempts, op.next)
+			if key[n] == kindNew {
+				if err := b.Delete(key); err != nil {
+					return err
+				}
+			}
+			if err := o.main.Put(outboxKey(kindRetry, ident, n), rec); err != nil {
 				return err
 			}
-			if err := due.Put(dueKey(key, n, op.next), nil); err != nil {
+			if err := o.main.Put(dueKey(ident, n, op.next), nil); err != nil {
 				return err
 			}
 		}
@@ -479,49 +766,68 @@ func (db *DB) flushOutbox() error {
 	if err != nil {
 		return fmt.Errorf("write webhook outcomes: %w", err)
 	}
-	o.mu.Lock()
+	ob.mu.Lock()
 	for k, op := range ops {
-		if o.ops[k].gen == op.gen {
-			delete(o.ops, k)
+		if ob.ops[k].gen == op.gen {
+			delete(ob.ops, k)
+			if !op.done {
+				ob.retry--
+			}
 		}
 	}
-	o.mu.Unlock()
+	ob.mu.Unlock()
 	return nil
-}
-
-// deleteEvent removes the events record key, whose message is mkey (nil:
-// inline), and the message with its last event. The caller removes its
-// due key.
-func deleteEvent(tx *bolt.Tx, key, mkey []byte) error {
-	if err := tx.Bucket(bucketEvents).Delete(key); err != nil || mkey == nil {
-		return err
-	}
-	msgs := tx.Bucket(bucketEventMsgs)
-	m := msgs.Get(mkey)
-	refs, w := binary.Uvarint(m)
-	if w <= 0 || refs <= 1 {
-		return msgs.Delete(mkey)
-	}
-	return msgs.Put(mkey, append(binary.AppendUvarint(nil, refs-1), m[w:]...))
 }
 
 func (db *DB) flushOutboxEvery(every time.Duration) {
 	defer db.flushed.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	db.outbox.mu.Lock()
+	full := db.outbox.wake()
+	db.outbox.mu.Unlock()
 	for {
 		select {
 		case <-db.stop:
 			return
 		case <-t.C:
-			// A failed flush keeps its ops, for the next tick.
-			_ = db.flushOutbox()
+		case <-full:
 		}
+		// A failed flush keeps its ops, for the next one.
+		_ = db.flushOutbox()
 	}
 }
 
 // dropBatch bounds the events one transaction of DropEvents removes.
 const dropBatch = 10_000
+
+// expiredEvents returns the keys of at most max events in b, one of the
+// outbox's buckets, of emails received before limit (unix ms).
+func expiredEvents(b *bolt.Bucket, limit uint64, max int) ([][]byte, error) {
+	var keys [][]byte
+	cur := b.Cursor()
+	for k, _ := cur.Seek([]byte{1}); k != nil && len(keys) < max; { // past the messages
+		i := bytes.IndexByte(k, 0)
+		if i <= 0 || len(k) < i+2 {
+			return nil, fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+		}
+		switch kind := k[i+1]; {
+		case kind == kindDue:
+			k, _ = cur.Seek(append(bytes.Clone(k[:i+1]), kindNew))
+			continue
+		case kind != kindNew && kind != kindRetry || len(k) != i+2+24:
+			return nil, fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+		case binary.BigEndian.Uint64(k[i+2:]) >= limit:
+			// The rest of this range is newer: on to the next range, 'r'
+			// after 'n', then the next hook's.
+			k, _ = cur.Seek(append(bytes.Clone(k[:i+1]), kind+1))
+			continue
+		}
+		keys = append(keys, bytes.Clone(k))
+		k, _ = cur.Next()
+	}
+	return keys, nil
+}
 
 // DropEvents removes the events of emails received before before, in
 // transactions of at most dropBatch, and returns how many it removed by
@@ -531,48 +837,43 @@ func (db *DB) DropEvents(ctx context.Context, before time.Time) (map[string]int,
 	limit := uint64(before.UnixMilli())
 	// An event settled but not yet written goes too, uncounted: its
 	// outcome was logged and counted when it was settled.
-	o := &db.outbox
-	o.mu.Lock()
-	defer o.mu.Unlock()
+	ob := &db.outbox
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
 	for {
 		if err := ctx.Err(); err != nil {
 			return dropped, err
 		}
 		n := 0
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
-			var keys [][]byte
-			cur := tx.Bucket(bucketEvents).Cursor()
-			for k, _ := cur.First(); k != nil && len(keys) < dropBatch; {
-				i := bytes.IndexByte(k, 0)
-				if i < 0 || len(k) != i+25 {
-					return fmt.Errorf("event key %x: %w", k, errCorrupt)
-				}
-				if binary.BigEndian.Uint64(k[i+1:]) >= limit {
-					// The rest of this hook's events are newer.
-					k, _ = cur.Seek(append(bytes.Clone(k[:i]), 1))
-					continue
-				}
-				keys = append(keys, bytes.Clone(k))
-				k, _ = cur.Next()
-			}
-			events, due := tx.Bucket(bucketEvents), tx.Bucket(bucketEventsDue)
-			for _, key := range keys {
-				r, err := decodeEventRecord(events.Get(key))
+			o := outboxOf(tx)
+			for _, b := range []*bolt.Bucket{o.main, o.staged} {
+				keys, err := expiredEvents(b, limit, dropBatch-n)
 				if err != nil {
-					return fmt.Errorf("event %x: %w", key, err)
-				}
-				i := bytes.IndexByte(key, 0)
-				if err := due.Delete(dueKey(key, i+1, r.next)); err != nil {
 					return err
 				}
-				if err := deleteEvent(tx, key, r.mkey); err != nil {
-					return err
+				for _, key := range keys {
+					r, err := decodeEventRecord(b.Get(key))
+					if err != nil {
+						return fmt.Errorf("event %x: %w", key, err)
+					}
+					r.mkey = bytes.Clone(r.mkey)
+					i := bytes.IndexByte(key, 0)
+					ident := append(bytes.Clone(key[:i+1]), key[i+2:]...)
+					if key[i+1] == kindRetry {
+						if err := o.main.Delete(dueKey(ident, i+1, r.next)); err != nil {
+							return err
+						}
+					}
+					if err := o.remove(b, key, r.mkey); err != nil {
+						return err
+					}
+					if op, ok := ob.ops[string(ident)]; !ok || !op.done {
+						dropped[string(key[:i])]++
+					}
 				}
-				if op, ok := o.ops[string(key)]; !ok || !op.done {
-					dropped[string(key[:i])]++
-				}
+				n += len(keys)
 			}
-			n = len(keys)
 			return nil
 		})
 		if err != nil {
@@ -589,34 +890,43 @@ func (db *DB) Waiting(ctx context.Context) ([]storage.HookWaiting, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	o := &db.outbox
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []storage.HookWaiting
+	ob := &db.outbox
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	byHook := make(map[string]*storage.HookWaiting)
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketEvents)
-		if b == nil { // a read-only open of a file without an outbox
+		o := outboxOf(tx)
+		if o.main == nil || o.staged == nil { // a read-only open of a file without an outbox
 			return nil
 		}
-		cur := b.Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			if op, ok := o.ops[string(k)]; ok && op.done {
-				continue
+		return o.each(func(ident []byte, _ byte, _ []byte) error {
+			if op, ok := ob.ops[string(ident)]; ok && op.done {
+				return nil
 			}
-			hook, received, _, err := splitEventKey(k)
+			hook, received, _, err := splitEventKey(ident)
 			if err != nil {
-				return fmt.Errorf("event key %x: %w", k, err)
+				return fmt.Errorf("event %x: %w", ident, err)
 			}
-			if len(out) == 0 || out[len(out)-1].Hook != hook {
-				out = append(out, storage.HookWaiting{Hook: hook, Oldest: received})
+			w := byHook[hook]
+			if w == nil {
+				w = &storage.HookWaiting{Hook: hook, Oldest: received}
+				byHook[hook] = w
 			}
-			out[len(out)-1].Events++
-		}
-		return nil
+			w.Events++
+			if received.Before(w.Oldest) {
+				w.Oldest = received
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting events: %w", err)
 	}
+	var out []storage.HookWaiting
+	for _, w := range byHook {
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b storage.HookWaiting) int { return cmp.Compare(a.Hook, b.Hook) })
 	return out, nil
 }
 
