@@ -266,7 +266,7 @@ func DeliverAll(tb testing.TB, db storage.Deliverer, msgs []*storage.Message, to
 
 // Version names the cached data files: change it when the messages or the
 // storage layout change.
-const Version = "v7"
+const Version = "v8"
 
 var (
 	cacheMu sync.Mutex

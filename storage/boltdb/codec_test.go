@@ -11,6 +11,7 @@ import (
 	"burner/storage"
 	"burner/storage/storetest"
 
+	"github.com/klauspost/compress/s2"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -141,4 +142,73 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// encodeTwoBlockContent is the content record of the compact layout before
+// flagOneBlock: the search text in an s2 block of its own, then the body
+// section in one with the text as its dictionary. Its raw value is the
+// same as today's (the same hot section is its dictionary).
+func encodeTwoBlockContent(refs int, msg *storage.Message) []byte {
+	flags := byte(flagCompact)
+	body := ""
+	if msg.Body != nil {
+		flags |= flagHasBody
+		body = *msg.Body
+	}
+	text := storage.AppendSearchText(nil, msg.Text)
+	section := appendHeaders(appendString(nil, body), msg.Headers)
+	b := binary.AppendUvarint(nil, uint64(refs))
+	b = append(b, flags)
+	b = appendBytes(b, s2.EncodeBetter(nil, text))
+	if d := textDict(text); d != nil {
+		return append(b, d.Encode(nil, section)...)
+	}
+	return append(b, s2.Encode(nil, section)...)
+}
+
+// TestTwoBlockRecordsRead: records written before flagOneBlock read as
+// they did, through every path that decodes content.
+func TestTwoBlockRecordsRead(t *testing.T) {
+	db := openDB(t, Options{})
+	long := strings.Repeat("a longer text, so that it serves as a dictionary. ", 20)
+	for i, msg := range []*storage.Message{
+		{From: "a@b.c", FromName: "Ann", Subject: ptr("Two blocks"), Body: ptr("<p>Hello <b>World</b> " + long + "</p>"),
+			Text: "Hello World " + long, Plain: "Hello World", Links: []string{"https://two.test/x"},
+			Headers: []storage.Header{{Name: "X-Test-Run", Value: "Legacy 8"}}, Raw: []byte("Subject: Two blocks\r\n\r\nHello World " + long + "\r\n")},
+		{From: "a@b.c", Subject: ptr("Two blocks"), Text: "short", Raw: []byte("Subject: Two blocks\r\n\r\nshort\r\n")}, // no body, no dictionary
+	} {
+		local := fmt.Sprintf("two%d", i)
+		got, err := db.Deliver(context.Background(), msg, []string{local + "@x.org"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketContents)
+			k, _ := c.Cursor().Last()
+			return c.Put(k, encodeTwoBlockContent(1, msg))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := db.Email(context.Background(), got[0].ID)
+		if err != nil || (e.Body == nil) != (msg.Body == nil) || e.Body != nil && *e.Body != *msg.Body {
+			t.Errorf("Email of a two-block record = %+v, %v", e, err)
+		}
+		if raw, err := db.Raw(context.Background(), got[0].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
+			t.Errorf("Raw of a two-block record = %q, %v", raw, err)
+		}
+		if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) {
+			t.Errorf("Content of a two-block record = %+v, %v", c, err)
+		}
+		queries := []storage.Query{{}, {Terms: []string{"two", "BLOCKS"}}, {Subject: "blocks"}}
+		if msg.Body != nil {
+			queries = append(queries, storage.Query{Body: "hello world"}, storage.Query{Header: &storage.Header{Name: "X-TEST-RUN", Value: "legacy"}})
+		}
+		for _, q := range queries {
+			q.LocalPart = local
+			if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"Two blocks"}) {
+				t.Errorf("List(%+v) of a two-block record = %q, want [Two blocks]", q, got)
+			}
+		}
+	}
 }
