@@ -15,7 +15,8 @@ import (
 // or free, once), then that burner's buckets agree with each other: every
 // email record decodes and is indexed by its id, the inbox counts are the
 // numbers of emails, each message's reference count is the number of
-// emails that share it and it has its raw source, every attachment index
+// emails that share it and it has its raw source, every email's search
+// signature is its message's, every attachment index
 // decodes and belongs to a message, and every key has its hash entry. It
 // reads everything, so it takes a while on a large file.
 //
@@ -64,6 +65,29 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 	return r, nil
 }
 
+// checkSignature checks that the signature of the email record v at key k
+// is the one its message makes: a wrong one would hide the email from the
+// searches it matches. A record without one (written before signatures)
+// has nothing to check.
+func checkSignature(contents *bolt.Bucket, k, v []byte, r *storage.CheckReport) {
+	ev, err := viewEmail(v)
+	if err != nil || ev.sig == nil {
+		return // a damaged record is reported where it is decoded
+	}
+	ct, err := decodeContent(contents.Get(ev.ckey))
+	if err != nil {
+		return // reported with its message
+	}
+	var subject *string
+	if ev.subject != nil {
+		s := string(ev.subject)
+		subject = &s
+	}
+	if want := storage.EmailSignature(ct.text, subject, string(ev.fromName), string(ev.from)); !bytes.Equal(ev.sig, want) {
+		r.Problemf("email %x: its signature is not its message's, so searches may miss it", k)
+	}
+}
+
 // checkEmails checks the emails bucket against ids, inboxes, contents and
 // raw (records.go documents the layout).
 func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
@@ -90,6 +114,7 @@ func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("email %s: the ids index points to %x, not to its key %x", e.ID, got, k)
 		}
 		refs[[8]byte(ckey)]++
+		checkSignature(contents, k, v, r)
 		return nil
 	})
 	tx.Bucket(bucketIDs).ForEach(func(id, key []byte) error {

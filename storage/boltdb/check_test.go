@@ -1,6 +1,7 @@
 package boltdb
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"strings"
@@ -72,6 +73,12 @@ func TestCheckFindsDamage(t *testing.T) {
 			k, _ := tx.Bucket(bucketEmails).Cursor().First()
 			return tx.Bucket(bucketEmails).Put(k, []byte{99})
 		}, "corrupt record"},
+		{"signature", func(tx *bolt.Tx) error {
+			k, v := tx.Bucket(bucketEmails).Cursor().First()
+			v = bytes.Clone(v)
+			v[emailFixedLen+1] ^= 0xff // the first byte of the signature, after its length
+			return tx.Bucket(bucketEmails).Put(k, v)
+		}, "its signature is not its message's"},
 		{"schema version", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keySchema, []byte{0})
 		}, "schema version is 0"},
