@@ -57,7 +57,12 @@ var migrations = [...]migration{
 	// 6 -> 7: the outbox is the outbox and outboxnew buckets (outbox.go):
 	// the events, eventsdue and eventmsgs buckets move into the first, so
 	// that a delivery rewrites the pages of one bucket rather than two, and
-	// most often of none. Records keep their encoding.
+	// most often of none. Records keep their encoding. With version 7,
+	// too, email records may carry a signature (codec.go, flagSignature)
+	// and content records may hold their hot section in one block
+	// (flagOneBlock); older records read as they are and are searched
+	// without a signature until they expire. The version keeps a burner
+	// that knows only version 6, which would misread both, out.
 	{"outbox buckets", mergeOutbox},
 }
 
