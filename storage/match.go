@@ -18,8 +18,8 @@ type Matcher struct {
 	terms         [][]byte
 	header        *Header // name lower-cased, value folded
 
-	bodyGrams []uint32   // GramHashes of body
-	termGrams [][]uint32 // GramHashes of each term
+	subjectGrams, bodyGrams []uint32   // GramHashes of subject and body
+	termGrams               [][]uint32 // GramHashes of each term
 
 	subjectBuf, nameBuf, fromBuf []byte // the fields of the email at hand, folded
 	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
@@ -30,6 +30,7 @@ func NewMatcher(q Query) *Matcher {
 	m := &Matcher{}
 	if q.Subject != "" {
 		m.subject = []byte(Fold(q.Subject))
+		m.subjectGrams = GramHashes(m.subject)
 	}
 	if q.Body != "" {
 		m.body = []byte(Fold(q.Body))
@@ -112,16 +113,30 @@ func (m *Matcher) MatchText(text []byte) bool {
 	return true
 }
 
+// Prefilters reports whether a signature can rule emails out of the
+// filters: one of them, subject, body or a search term, has a trigram.
+func (m *Matcher) Prefilters() bool {
+	if len(m.subjectGrams) > 0 || len(m.bodyGrams) > 0 {
+		return true
+	}
+	for _, hs := range m.termGrams {
+		if len(hs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // MayMatch reports whether an email whose signature is sig, from
-// EmailSignature, may match the body filter and the search terms: false
-// only when it cannot, so that an engine may rule the email out from its
-// signature alone, before it folds a field or decodes a text. It does not
-// consider the subject and header filters.
+// EmailSignature, may match the subject and body filters and the search
+// terms: false only when it cannot, so that an engine may rule the email
+// out from its signature alone, before it folds a field or decodes a text.
+// It does not consider the header filter.
 func (m *Matcher) MayMatch(sig []byte) bool {
 	if len(sig) == 0 {
 		return true
 	}
-	if m.body != nil && !SignatureHas(sig, m.bodyGrams) {
+	if !SignatureHas(sig, m.subjectGrams) || !SignatureHas(sig, m.bodyGrams) {
 		return false
 	}
 	for _, hs := range m.termGrams {

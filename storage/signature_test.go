@@ -138,8 +138,9 @@ func TestSignatureOfVariedText(t *testing.T) {
 }
 
 // TestMayMatch checks the Matcher's use of a signature: a term may be in
-// the email's fields rather than its text, a needle without a trigram
-// rules nothing out, and an email without a signature is never ruled out.
+// the email's fields rather than its text, a subject filter is tested
+// too, a needle without a trigram rules nothing out, and an email without
+// a signature is never ruled out.
 func TestMayMatch(t *testing.T) {
 	text := AppendSearchText(nil, "Your verification code is 424242.\nThanks, the team")
 	subject := "Welcome aboard"
@@ -155,7 +156,10 @@ func TestMayMatch(t *testing.T) {
 		{Query{Terms: []string{"acme"}}, true},              // in the sender
 		{Query{Terms: []string{"424242", "missing"}}, false},
 		{Query{Terms: []string{"xy"}}, true},
-		{Query{Subject: "no such subject"}, true}, // not the signature's to decide
+		{Query{Subject: "WELCOME"}, true},
+		{Query{Subject: "no such subject"}, false},
+		{Query{Subject: "424242"}, true},                               // in the text: the signature cannot tell where; MatchSubject decides
+		{Query{Header: &Header{Name: "X-Any", Value: "absent"}}, true}, // not the signature's to decide
 	} {
 		m := NewMatcher(tc.q)
 		if got := m.MayMatch(sig); got != tc.want {

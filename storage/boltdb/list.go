@@ -112,9 +112,9 @@ func (w *walk) next() (c candidate, ok bool, err error) {
 		if !w.since.IsZero() && !keyTime(k).After(w.since) {
 			break // keys only get older from here
 		}
-		if w.m.ReadsText() {
-			// The record's signature rules most emails out of a body
-			// filter or a search: the walk does not even parse their
+		if w.m.Prefilters() {
+			// The record's signature rules most emails out of a subject or
+			// body filter or a search: the walk does not even parse their
 			// records, and the evaluators decode only what may match.
 			sig, err := recordSignature(v)
 			if err != nil {

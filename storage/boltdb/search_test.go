@@ -134,6 +134,8 @@ func TestSignatures(t *testing.T) {
 			{storage.Query{Terms: []string{"acme support", "noreply@acme"}}, 1},
 			{storage.Query{Terms: []string{"424242", "absent"}}, 0},
 			{storage.Query{Body: "welcome"}, 0}, // the subject is not the body
+			{storage.Query{Subject: "ABOARD"}, 1},
+			{storage.Query{Subject: "verification"}, 0}, // nor the body the subject
 		} {
 			tc.q.LocalPart = inbox
 			if got := storetest.ListSubjects(t, db, tc.q); len(got) != tc.want {

@@ -84,7 +84,12 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	// filter (name and value are tested apart) and a term holding a line
 	// break (which fsender's may fake) pass emails the Matcher then drops.
 	if q.Subject != "" {
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(storage.Fold(q.Subject))))
+		// The email's signature (see below) holds the subject's trigrams too.
+		folded := storage.Fold(q.Subject)
+		if hs := storage.GramHashes([]byte(folded)); len(hs) > 0 {
+			sql.WriteString(` AND ` + signatureHas("e.sig", hashArgs(hs, arg)))
+		}
+		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(folded)))
 	}
 	// The signature of each email (signature.go) comes first: a test on
 	// emails alone, which PostgreSQL makes before it looks up the email's

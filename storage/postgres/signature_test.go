@@ -233,6 +233,8 @@ func TestSignatureFilter(t *testing.T) {
 		{storage.Query{Terms: []string{"the needle phrase here"}}, []string{"long"}},
 		{storage.Query{Terms: []string{"no such needle"}}, nil},
 		{storage.Query{Body: "ne", Terms: []string{"xyzzy"}}, nil},
+		{storage.Query{Subject: "NEEDLE IN"}, []string{"Needle in the subject"}},
+		{storage.Query{Subject: "needle phrase"}, nil},
 	}
 	run := func(t *testing.T) {
 		t.Helper()
@@ -250,7 +252,7 @@ func TestSignatureFilter(t *testing.T) {
 	if _, err := conn.Exec(ctx, `UPDATE emails SET sig = $1`, zero); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []storage.Query{{Body: "needle phrase"}, {Terms: []string{"phrase"}}, {Terms: []string{"needle"}}} {
+	for _, q := range []storage.Query{{Body: "needle phrase"}, {Terms: []string{"phrase"}}, {Terms: []string{"needle"}}, {Subject: "needle"}} {
 		if got := list(q); got != nil {
 			t.Errorf("with signatures of no bit set, List(%+v) = %q, want none", q, got)
 		}
