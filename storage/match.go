@@ -127,6 +127,20 @@ func (m *Matcher) Prefilters() bool {
 	return false
 }
 
+// NeedleGrams returns the GramHashes of each filter a signature tests
+// (subject, body, each search term), those with none left out: an email
+// whose signature lacks one hash of one of them cannot match. It is for
+// an engine that tests signatures elsewhere (SQL); it must not be changed.
+func (m *Matcher) NeedleGrams() [][]uint32 {
+	var out [][]uint32
+	for _, hs := range append([][]uint32{m.subjectGrams, m.bodyGrams}, m.termGrams...) {
+		if len(hs) > 0 {
+			out = append(out, hs)
+		}
+	}
+	return out
+}
+
 // MayMatch reports whether an email whose signature is sig, from
 // EmailSignature, may match the subject and body filters and the search
 // terms: false only when it cannot, so that an engine may rule the email

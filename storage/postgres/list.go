@@ -83,25 +83,21 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	// on bytea compares bytes: no wildcard, no collation. Only a header
 	// filter (name and value are tested apart) and a term holding a line
 	// break (which fsender's may fake) pass emails the Matcher then drops.
-	if q.Subject != "" {
-		// The email's signature (see below) holds the subject's trigrams too.
-		folded := storage.Fold(q.Subject)
-		if hs := storage.GramHashes([]byte(folded)); len(hs) > 0 {
-			sql.WriteString(` AND ` + signatureHas("e.sig", hashArgs(hs, arg)))
-		}
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(folded)))
-	}
+	//
 	// The signature of each email (signature.go) comes first: a test on
 	// emails alone, which PostgreSQL makes before it looks up the email's
-	// message, so that most of the emails a body filter or a search term
-	// rules out cost neither that lookup nor a strpos on their text. A
-	// term may be in the subject or sender instead: the signature has
-	// their trigrams too. It holds for any bytes, valid UTF-8 or not.
+	// message, so that most of the emails a subject or body filter or a
+	// search term rules out cost neither that lookup nor a strpos on their
+	// text. A term may be in the subject or sender instead: the signature
+	// has their trigrams too. It holds for any bytes, valid UTF-8 or not.
+	if sig := signatureTest(m, arg); sig != "" {
+		sql.WriteString(` AND ` + sig)
+	}
+	if q.Subject != "" {
+		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(storage.Fold(q.Subject))))
+	}
 	if q.Body != "" {
 		folded := storage.Fold(q.Body)
-		if hs := storage.GramHashes([]byte(folded)); len(hs) > 0 {
-			sql.WriteString(` AND ` + signatureHas("e.sig", hashArgs(hs, arg)))
-		}
 		if has, ok := searchHas(folded, arg); ok {
 			sql.WriteString(` AND ` + has)
 		}
@@ -111,9 +107,6 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 			continue
 		}
 		folded := storage.Fold(t)
-		if hs := storage.GramHashes([]byte(folded)); len(hs) > 0 {
-			sql.WriteString(` AND ` + signatureHas("e.sig", hashArgs(hs, arg)))
-		}
 		if has, ok := searchHas(folded, arg); ok {
 			fmt.Fprintf(&sql, ` AND (%[1]s OR position(%[2]s::bytea in coalesce(m.fsubject, '')) > 0 OR position(%[2]s::bytea in m.fsender) > 0)`, has, arg([]byte(folded)))
 		}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"burner/storage"
@@ -40,29 +41,44 @@ func signature(search []byte, msg *storage.Message) []byte {
 	return sig
 }
 
-// hashArgs returns the parameters of the hashes hs of a needle
-// (storage.GramHashes), added with arg, for signatureHas: a few of them
-// when there are many.
-func hashArgs(hs []uint32, arg func(any) string) []string {
-	if len(hs) > maxSignatureTests {
-		// Spread over the needle: neighbouring trigrams overlap.
-		picked := make([]uint32, maxSignatureTests)
-		for i := range picked {
-			picked[i] = hs[i*len(hs)/maxSignatureTests]
+// signatureTest returns the SQL test of the signatures of emails against
+// the filters of m that have trigrams, or "" when none has: one chain of
+// get_bit tests, which PostgreSQL evaluates in order and stops at the
+// first bit missing. (Apart, each filter its own test, PostgreSQL would
+// order them by cost, the shortest needle first: the one most emails
+// hold.) The longest needles go first, the least likely to be in an
+// email; each gives at most maxSignatureTests hashes, spread over it
+// (neighbouring trigrams overlap, and one bit missing is enough).
+func signatureTest(m *storage.Matcher, arg func(any) string) string {
+	needles := m.NeedleGrams()
+	if len(needles) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(needles, func(a, b []uint32) int { return len(b) - len(a) })
+	var params []string
+	seen := make(map[uint32]bool)
+	for _, hs := range needles {
+		if len(hs) > maxSignatureTests {
+			picked := make([]uint32, maxSignatureTests)
+			for i := range picked {
+				picked[i] = hs[i*len(hs)/maxSignatureTests]
+			}
+			hs = picked
 		}
-		hs = picked
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				// A bigint: the hash does not fit in an integer.
+				params = append(params, arg(int64(h))+"::int8")
+			}
+		}
 	}
-	params := make([]string, len(hs))
-	for i, h := range hs {
-		// A bigint: the hash does not fit in an integer.
-		params[i] = arg(int64(h)) + "::int8"
-	}
-	return params
+	return signatureHas("e.sig", params)
 }
 
 // signatureHas returns the SQL test of whether the signature in column
 // col may be of an email that holds a needle whose hashes are the
-// parameters hashes (hashArgs): the bit of each, h*n>>32 of n bits
+// parameters hashes (signatureTest): the bit of each, h*n>>32 of n bits
 // (storage.SignatureHas), is set; get_bit numbers bits as signatures
 // do. A NULL or empty signature rules nothing out.
 func signatureHas(col string, hashes []string) string {
