@@ -130,7 +130,8 @@ func (m *Matcher) Prefilters() bool {
 // NeedleGrams returns the GramHashes of each filter a signature tests
 // (subject, body, each search term), those with none left out: an email
 // whose signature lacks one hash of one of them cannot match. It is for
-// an engine that tests signatures elsewhere (SQL); it must not be changed.
+// an engine that tests signatures elsewhere (SQL), which must not change
+// the hashes (they are the Matcher's own).
 func (m *Matcher) NeedleGrams() [][]uint32 {
 	var out [][]uint32
 	for _, hs := range append([][]uint32{m.subjectGrams, m.bodyGrams}, m.termGrams...) {
