@@ -4,6 +4,7 @@ package boltdb
 // internal/benchdata: an internal test cannot, as benchdata imports
 // storage) share with the internal ones.
 var (
-	RoundTrip  = roundTrip
-	OpenTestDB = openDB
+	RoundTrip     = roundTrip
+	OpenTestDB    = openDB
+	EncodeContent = encodeContent
 )
