@@ -206,7 +206,7 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	}
 	local, domain := to[:at], to[at+1:]
 	// SPEC §2: mail that cannot be listed is never accepted.
-	if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart || domain == "" {
+	if !storage.StorableLocalPart(local) || domain == "" {
 		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
 		return errNoMailbox
 	}

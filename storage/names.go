@@ -19,6 +19,13 @@ func LocalPart(addr string) string {
 	return addr
 }
 
+// StorableLocalPart reports whether mail may be stored for the local part
+// s: ValidLocalPart, and at most MaxLocalPart long. Delivery, import and
+// inbox patterns take only these.
+func StorableLocalPart(s string) bool {
+	return len(s) <= MaxLocalPart && ValidLocalPart(s)
+}
+
 // ValidLocalPart reports whether s is a local part the API can address:
 // one or more of A-Z a-z 0-9 and _ - + . (length is checked separately,
 // against MaxLocalPart, because the API names that error apart).

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -15,6 +16,17 @@ func TestValidLocalPart(t *testing.T) {
 	} {
 		if got := ValidLocalPart(s); got != want {
 			t.Errorf("ValidLocalPart(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestStorableLocalPart(t *testing.T) {
+	for s, want := range map[string]bool{
+		strings.Repeat("a", MaxLocalPart): true, strings.Repeat("a", MaxLocalPart+1): false,
+		"alice": true, "": false, "a b": false,
+	} {
+		if got := StorableLocalPart(s); got != want {
+			t.Errorf("StorableLocalPart(%d bytes %.8q) = %v, want %v", len(s), s, got, want)
 		}
 	}
 }

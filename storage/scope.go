@@ -37,7 +37,7 @@ func ParseInboxPattern(pattern string) (string, error) {
 		return p, nil
 	}
 	prefix := strings.TrimSuffix(p, "*")
-	if !ValidLocalPart(prefix) || len(prefix) > MaxLocalPart {
+	if !StorableLocalPart(prefix) {
 		return "", fmt.Errorf("inbox pattern %q: %w", pattern, ErrBadInboxPattern)
 	}
 	return InboxName(p), nil

@@ -62,6 +62,12 @@ type Message struct {
 	Raw      []byte   // the message as received
 }
 
+// Email returns the email m makes for the recipient address to, with id,
+// received at receivedAt, not read.
+func (m *Message) Email(id, to string, receivedAt time.Time) Email {
+	return Email{ID: id, To: to, From: m.From, FromName: m.FromName, Subject: m.Subject, Body: m.Body, ReceivedAt: receivedAt}
+}
+
 // CutMark ends a body that smtpd cut at its cap (smtpd.Options.MaxBodyBytes):
 // the body kept is the first part of the message's, and the whole message
 // is in its raw source. The web UI looks for it to offer the source.

@@ -10,7 +10,7 @@ type Deliverer interface {
 	// Deliver stores msg once for each recipient address in to, in one
 	// durable commit, and returns the stored emails in the order of to,
 	// each with the ReceivedAt it was stored with. Each address's local
-	// part must pass ValidLocalPart and be at most MaxLocalPart long.
+	// part must pass StorableLocalPart.
 	// When Deliver returns nil the emails are durable (SPEC §2: the 250
 	// comes after it). Within an inbox, receivedAt strictly increases in
 	// commit order: an email that would not be newer than the newest of

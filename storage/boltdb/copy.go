@@ -307,7 +307,7 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 			return nil, fmt.Errorf("email %q: %w", e.ID, err)
 		}
 		local := storage.LocalPart(e.To)
-		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+		if !storage.StorableLocalPart(local) {
 			return nil, fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
 		}
 		e.From, e.FromName, e.Subject = m.Message.From, m.Message.FromName, m.Message.Subject

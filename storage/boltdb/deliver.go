@@ -40,21 +40,13 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	locals := make([]string, len(to))
 	for i, addr := range to {
 		local := storage.LocalPart(addr)
-		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+		if !storage.StorableLocalPart(local) {
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}
 		locals[i] = local
 		d.inboxes[i] = inboxName(local)
 		d.ids[i] = storage.NewID()
-		emails[i] = storage.Email{
-			ID:         d.ids[i].String(),
-			To:         addr,
-			From:       msg.From,
-			FromName:   msg.FromName,
-			Subject:    msg.Subject,
-			Body:       msg.Body,
-			ReceivedAt: d.received,
-		}
+		emails[i] = msg.Email(d.ids[i].String(), addr, d.received)
 	}
 	// Everything that costs CPU happens here, in the caller's goroutine,
 	// so that concurrent deliveries encode in parallel and the commit they

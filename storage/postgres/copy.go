@@ -381,7 +381,7 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 			return fmt.Errorf("email %q: %w", e.ID, err)
 		}
 		local := storage.LocalPart(e.To)
-		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+		if !storage.StorableLocalPart(local) {
 			return fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
 		}
 		ids[i], inboxes[i] = id, storage.InboxName(local)

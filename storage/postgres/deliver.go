@@ -41,7 +41,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	}
 	for i, addr := range to {
 		local := storage.LocalPart(addr)
-		if !storage.ValidLocalPart(local) || len(local) > storage.MaxLocalPart {
+		if !storage.StorableLocalPart(local) {
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}
 		d.inboxes[i] = storage.InboxName(local)
@@ -62,15 +62,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	}
 	emails := make([]storage.Email, len(to))
 	for i, addr := range to {
-		emails[i] = storage.Email{
-			ID:         d.ids[i].String(),
-			To:         addr,
-			From:       msg.From,
-			FromName:   msg.FromName,
-			Subject:    msg.Subject,
-			Body:       msg.Body,
-			ReceivedAt: time.UnixMilli(d.times[i]).UTC(),
-		}
+		emails[i] = msg.Email(d.ids[i].String(), addr, time.UnixMilli(d.times[i]).UTC())
 		db.notify(d.inboxes[i])
 	}
 	db.notifyEvents(d.events)
