@@ -124,27 +124,18 @@ func BenchmarkList(b *testing.B) {
 	}
 }
 
-// BenchmarkFilter runs the filters over an inbox of 10,000 emails: each
-// query matches nothing, so it reads them all (in SQL's prefilter, or,
-// for the header filter, in the Matcher).
+// BenchmarkFilter runs the filters of benchdata.FilterQueries over an
+// inbox of 10,000 emails: each matches nothing, so it reads them all (in
+// SQL's prefilter, or, for the header filter, in the Matcher).
 func BenchmarkFilter(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		q    storage.Query
-	}{
-		{"subject", storage.Query{Subject: "no such subject"}},
-		{"body", storage.Query{Body: "no such body text"}},
-		{"search", storage.Query{Terms: []string{"order", "no-such-term"}}},
-		{"header", storage.Query{Header: &storage.Header{Name: "X-Test-Run", Value: "42"}}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
+	for _, tc := range benchdata.FilterQueries() {
+		b.Run(tc.Name, func(b *testing.B) {
 			n := 10_000
 			if benchdata.SmokeRun() {
 				n = 100
 			}
 			db := inboxOf(b, n)
-			q := tc.q
-			q.LocalPart, q.Limit = "bench0", 10
+			q := tc.Query
 			b.ReportAllocs()
 			var lat []time.Duration
 			cpu := benchdata.CPUTime()
