@@ -38,15 +38,7 @@ func TestRawTagToken(t *testing.T) {
 	for _, in := range tagHTML {
 		inputs = append(inputs, p.policy.Sanitize(in))
 	}
-	files, err := filepath.Glob("testdata/*.eml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, raw := range goldenSources(t) {
 		inputs = append(inputs, string(raw))
 		if m, _ := p.parse(raw, goldenEnvelope); m.Body != nil {
 			inputs = append(inputs, *m.Body)
@@ -153,15 +145,7 @@ func TestBMTokens(t *testing.T) {
 	for _, in := range append(append([]string(nil), tagHTML...), bodyHTML...) {
 		inputs = append(inputs, in, p.policy.Sanitize(in))
 	}
-	files, err := filepath.Glob("testdata/*.eml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, raw := range goldenSources(t) {
 		inputs = append(inputs, string(raw))
 		if m, _ := p.parse(raw, goldenEnvelope); m.Body != nil {
 			inputs = append(inputs, *m.Body, p.policy.Sanitize(string(raw)))
@@ -241,15 +225,7 @@ func TestRenderBMTokens(t *testing.T) {
 	for _, in := range append(append([]string(nil), tagHTML...), bodyHTML...) {
 		bodies = append(bodies, in, p.policy.Sanitize(in))
 	}
-	files, err := filepath.Glob("testdata/*.eml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, raw := range goldenSources(t) {
 		bodies = append(bodies, p.policy.Sanitize(string(raw)))
 	}
 	for _, body := range bodies {
@@ -300,4 +276,22 @@ func TestBMTokensNewsletter(t *testing.T) {
 			t.Errorf("newsletter %d: bmTokens gave up on its body", i)
 		}
 	}
+}
+
+// goldenSources returns the golden messages of testdata, as received.
+func goldenSources(t *testing.T) [][]byte {
+	t.Helper()
+	files, err := filepath.Glob("testdata/*.eml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden messages: %v", err)
+	}
+	var out [][]byte
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, raw)
+	}
+	return out
 }
