@@ -147,17 +147,6 @@ func (n *nodeProc) output() string {
 	return n.stderr.String()
 }
 
-// kill9 ends the node with SIGKILL and waits until it has ended.
-func (n *nodeProc) kill9(t *testing.T) {
-	t.Helper()
-	n.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-n.exited:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("node %s still runs 10 s after SIGKILL", n.name)
-	}
-}
-
 // stop ends the node as systemd would: SIGTERM, then SIGKILL after 15 s.
 // It reports whether the node ended (or had ended) without the SIGKILL.
 func (n *nodeProc) stop() bool {

@@ -48,9 +48,6 @@ func outboxLen(t *testing.T, db *DB) outboxCount {
 	return c
 }
 
-// events counts the event records of either kind.
-func (c outboxCount) events() int { return c.new + c.retried }
-
 // TestOutboxSurvivesReopen: what CompleteEvent and RetryEvent decided is
 // in the file after Close, and the schedule, attempts included, holds
 // after the file is opened again (SPEC §9: the schedule survives a
