@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // A signature is a Bloom filter of the byte trigrams of an email's search
@@ -41,7 +42,11 @@ const (
 // instead (its subject, nil when it has none, its sender's name and
 // address), each folded, so that a term it rules out is in none of them.
 func EmailSignature(text []byte, subject *string, fromName, from string) []byte {
-	var fields []byte
+	n := len(fromName) + len(from)
+	if subject != nil {
+		n += len(*subject)
+	}
+	fields := make([]byte, 0, n+8) // folding seldom grows ASCII
 	if subject != nil {
 		fields = AppendFold(fields, *subject)
 	}
@@ -72,7 +77,8 @@ func AppendSignature(dst []byte, pieces ...[]byte) []byte {
 	for n < 2*grams && n < maxSignatureBits {
 		n *= 2
 	}
-	var stack [32]uint64
+	// 8 Kbit on the stack: enough for a newsletter's first bitmap.
+	var stack [128]uint64
 	words := stack[:]
 	if n/64 > len(stack) {
 		words = make([]uint64, n/64)
@@ -96,6 +102,7 @@ func AppendSignature(dst []byte, pieces ...[]byte) []byte {
 	words = words[:size/64]
 	clear(words)
 	setGrams(words, pieces)
+	dst = slices.Grow(dst, 8*len(words))
 	for _, w := range words {
 		dst = binary.LittleEndian.AppendUint64(dst, w)
 	}
