@@ -422,10 +422,13 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := localNext(r.PostForm.Get("next"))
+	refuse := func() {
+		r := withVisitor(r, visitor{csrf: c.Value})
+		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
+	}
 	k, err := u.s.db.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("key")))
 	if errors.Is(err, storage.ErrNotFound) {
-		r = withVisitor(r, visitor{csrf: c.Value})
-		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
+		refuse()
 		return
 	}
 	if err != nil {
@@ -442,8 +445,7 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	token, err := ss.create(r.Context(), k.ID)
 	if errors.Is(err, storage.ErrNotFound) { // revoked since Authenticate
-		r = withVisitor(r, visitor{csrf: c.Value})
-		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
+		refuse()
 		return
 	}
 	if err != nil {
