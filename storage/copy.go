@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // What `burner copy` carries from one store to another (SPEC §10): a
@@ -39,6 +40,21 @@ type StoredMessage struct {
 type StoredKey struct {
 	Key  Key // with its Created, LastUsed and Scope
 	Hash KeyHash
+}
+
+// Clean returns sk as an Importer stores it, its scope cleaned
+// (CleanScope), or an error when it is no key a store could have made: an
+// invalid name (ErrBadKeyName), no id, or a bad scope.
+func (sk StoredKey) Clean() (StoredKey, error) {
+	if !ValidKeyName(sk.Key.Name) || sk.Key.ID == "" {
+		return StoredKey{}, fmt.Errorf("key %q: %w", sk.Key.Name, ErrBadKeyName)
+	}
+	scope, err := CleanScope(sk.Key.Scope)
+	if err != nil {
+		return StoredKey{}, fmt.Errorf("key %q: %w", sk.Key.Name, err)
+	}
+	sk.Key.Scope = scope
+	return sk, nil
 }
 
 // ExportVisitor receives what Export reads. Each function may be nil, to

@@ -263,15 +263,11 @@ func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(st
 
 // putKey writes a key as it was stored, unless its name or hash is taken.
 func putKey(tx *bolt.Tx, sk storage.StoredKey) error {
-	k := sk.Key
-	if !storage.ValidKeyName(k.Name) || k.ID == "" {
-		return fmt.Errorf("key %q: %w", k.Name, storage.ErrBadKeyName)
-	}
-	scope, err := storage.CleanScope(k.Scope)
+	sk, err := sk.Clean()
 	if err != nil {
-		return fmt.Errorf("key %q: %w", k.Name, err)
+		return err
 	}
-	k.Scope = scope
+	k := sk.Key
 	keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
 	if keys.Get([]byte(k.ID)) != nil || hashes.Get(sk.Hash[:]) != nil {
 		return fmt.Errorf("key %q: %w", k.Name, storage.ErrKeyExists)

@@ -353,15 +353,10 @@ func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(st
 }
 
 func (b *importRows) addKey(sk storage.StoredKey) error {
-	k := sk.Key
-	if !storage.ValidKeyName(k.Name) || k.ID == "" {
-		return fmt.Errorf("key %q: %w", k.Name, storage.ErrBadKeyName)
-	}
-	scope, err := storage.CleanScope(k.Scope)
+	sk, err := sk.Clean()
 	if err != nil {
-		return fmt.Errorf("key %q: %w", k.Name, err)
+		return err
 	}
-	sk.Key.Scope = scope
 	b.keys = append(b.keys, sk)
 	b.count.Keys++
 	return nil
