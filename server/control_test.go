@@ -12,6 +12,7 @@ import (
 
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/storage/storetest"
 )
 
 // controlTest is the real control handler on a real unix socket over a
@@ -19,7 +20,7 @@ import (
 type controlTest struct {
 	t      *testing.T
 	db     *boltdb.DB
-	clock  *clock
+	clock  *storetest.Clock
 	client *ControlClient
 	raw    *http.Client // for requests the client would never send
 }

@@ -9,12 +9,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/storage/storetest"
 )
 
 // openDB opens a fresh data file that the test closes when it ends.
@@ -37,26 +37,9 @@ func openDBWith(t testing.TB, opts boltdb.Options) *boltdb.DB {
 	return db
 }
 
-// clock is a fake time source: it moves only when told.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock {
-	return &clock{now: time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock returns a fake clock at a fixed time, moved only when told.
+func newClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC))
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -68,7 +51,7 @@ func testLogger(t testing.TB) *slog.Logger {
 type apiTest struct {
 	t     testing.TB
 	db    *boltdb.DB
-	clock *clock
+	clock *storetest.Clock
 	srv   *httptest.Server
 	key   string
 }

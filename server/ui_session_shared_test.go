@@ -13,6 +13,7 @@ import (
 
 	"burner/storage"
 	"burner/storage/postgres"
+	"burner/storage/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -24,7 +25,7 @@ type node struct {
 	url string
 }
 
-func newNode(t *testing.T, dbURL string, clk *clock) node {
+func newNode(t *testing.T, dbURL string, clk *storetest.Clock) node {
 	t.Helper()
 	db := openPG(t, dbURL, postgres.Options{Now: clk.Now})
 	srv := httptest.NewServer(New(db, Options{UI: true, Now: clk.Now}, testLogger(t)).Handler())

@@ -4,33 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
 
 	"burner/storage"
 	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// clock is a fake clock that moves only when told to.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func openDB(t testing.TB, opts Options) *DB {
 	t.Helper()

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 func TestKeys(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "burner.db")
 	db, err := Open(path, Options{Now: clk.Now})
 	if err != nil {

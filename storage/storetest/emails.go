@@ -12,7 +12,7 @@ import (
 )
 
 func testDeliverAndGet(t *testing.T, open Opener) {
-	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.UTC)}
+	clk := NewClock(time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.UTC))
 	db := open(t, Config{Now: clk.Now})
 	msg := &storage.Message{From: "a@b.c", FromName: "A", Subject: nil, Body: nil, Text: "x", Raw: []byte("raw bytes")}
 	got, err := db.Deliver(context.Background(), msg, []string{"Alice@example.com", "bob@example.com"})
@@ -149,7 +149,7 @@ func testDeliverRejectsBadLocalPart(t *testing.T, open Opener) {
 }
 
 func testListAfterAndHeader(t *testing.T, open Opener) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now})
 	var es []storage.Email
 	for i := range 4 {

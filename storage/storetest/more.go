@@ -13,7 +13,7 @@ import (
 
 func testKeys(t *testing.T, open Opener) {
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	db := open(t, Config{Now: clk.Now})
 	a, secret, err := db.CreateKey(ctx, "  ci  ", storage.Scope{})
 	if err != nil || a.Name != "ci" || !strings.HasPrefix(secret, storage.KeyPrefix) || !a.Created.Equal(clk.Now()) {
@@ -69,7 +69,7 @@ func testKeys(t *testing.T, open Opener) {
 }
 
 func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now, MaxPerInbox: 3})
 	for i := range 5 {
 		deliver(t, db, fmt.Sprint("m", i), "cap@x.org", "other@x.org")
@@ -93,7 +93,7 @@ func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
 
 func testSweep(t *testing.T, open Opener) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
 	deliver(t, db, "old", "s@x.org", "t@x.org")
 	clk.Advance(50 * time.Minute)
@@ -164,7 +164,7 @@ func testAttachments(t *testing.T, open Opener) {
 
 func testStatsAndInboxes(t *testing.T, open Opener) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(1_700_000_000, 0).UTC()}
+	clk := NewClock(time.Unix(1_700_000_000, 0).UTC())
 	db := open(t, Config{Now: clk.Now})
 	if st, err := db.Stats(ctx); err != nil || st.Emails != 0 || st.Inboxes != 0 || !st.Oldest.IsZero() {
 		t.Errorf("Stats of an empty store = %+v, %v", st, err)

@@ -13,7 +13,7 @@ import (
 )
 
 func testListOrderAndIsolation(t *testing.T, open Opener) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now})
 	deliver(t, db, "a1", "alice@x.org")
 	clk.Advance(time.Second)
@@ -52,7 +52,7 @@ func testListOrderAndIsolation(t *testing.T, open Opener) {
 // millisecond, and holds together with since and limit.
 func testSinceAndBefore(t *testing.T, open Opener) {
 	base := time.Unix(1_700_000_000, 0)
-	clk := &clock{t: base}
+	clk := NewClock(base)
 	db := open(t, Config{Now: clk.Now})
 	for i := range 5 { // m0 at base, m1 at base+10ms, …
 		deliver(t, db, fmt.Sprint("m", i), "p@x.org")
@@ -106,7 +106,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 // carry the time stored.
 func testReceivedAtIncreases(t *testing.T, open Opener) {
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := &clock{t: base}
+	clk := NewClock(base)
 	db := open(t, Config{Now: clk.Now})
 	got := deliver(t, db, "a", "r@x.org", "R@y.org", "s@x.org") // r twice: two emails of one inbox
 	want := []time.Time{base, base.Add(time.Millisecond), base}
@@ -144,7 +144,7 @@ func testReceivedAtIncreases(t *testing.T, open Opener) {
 // distinct times in each inbox, and a poller that lists since the newest
 // time it saw, a page at a time, misses none.
 func testReceivedAtConcurrent(t *testing.T, open Opener) {
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now})
 	const n = 200
 	var (

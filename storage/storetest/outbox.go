@@ -15,7 +15,7 @@ var outboxHooks = []storage.Hook{{ID: "all"}, {ID: "ci", Scope: storage.Scope{In
 
 // openOutbox opens a store with outboxHooks and the clock clk, or skips
 // the test when the store keeps no outbox.
-func openOutbox(t *testing.T, open Opener, clk *clock) (storage.Store, storage.Outbox) {
+func openOutbox(t *testing.T, open Opener, clk *Clock) (storage.Store, storage.Outbox) {
 	t.Helper()
 	db := open(t, Config{Now: clk.Now, Hooks: outboxHooks})
 	ob, ok := db.(storage.Outbox)
@@ -53,7 +53,7 @@ func waiting(t *testing.T, ob storage.Outbox) map[string]int {
 func testOutbox(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("OnePerEmailAndHook", func(t *testing.T) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		emails := deliver(t, db, "build", "CI-7@x.test", "alice@x.test")
 		if got, want := waiting(t, ob), map[string]int{"all": 2, "ci": 1}; !reflect.DeepEqual(got, want) {
@@ -82,7 +82,7 @@ func testOutbox(t *testing.T, open Opener) {
 	})
 
 	t.Run("CompleteAndRetry", func(t *testing.T) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		deliver(t, db, "one", "bob@x.test")
 		deliver(t, db, "two", "bob@x.test") // received 1 ms after one (SPEC §3)
@@ -128,7 +128,7 @@ func testOutbox(t *testing.T, open Opener) {
 	})
 
 	t.Run("SentAfterDelete", func(t *testing.T) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		e := deliver(t, db, "gone", "dave@x.test")[0]
 		if err := db.Delete(ctx, e.ID); err != nil {
@@ -144,7 +144,7 @@ func testOutbox(t *testing.T, open Opener) {
 	})
 
 	t.Run("DropEvents", func(t *testing.T) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		old := deliver(t, db, "old", "ci-1@x.test", "erin@x.test")
 		clk.Advance(time.Hour)
@@ -173,7 +173,7 @@ func testOutbox(t *testing.T, open Opener) {
 	})
 
 	t.Run("EventsAdded", func(t *testing.T) {
-		clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		ci, all := ob.EventsAdded("ci"), ob.EventsAdded("all")
 		deliver(t, db, "not ci", "frank@x.test")

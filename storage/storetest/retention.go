@@ -17,7 +17,7 @@ import (
 func testSweepMany(t *testing.T, open Opener) {
 	ctx := context.Background()
 	const old = 300
-	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
 	DeliverMany(t, db, old, func(i int) (string, string) {
 		return fmt.Sprint("old", i), fmt.Sprintf("in%d@x.org", i%3)

@@ -14,7 +14,7 @@ import (
 func testStatsOldestAcrossInboxes(t *testing.T, open Opener) {
 	ctx := context.Background()
 	first := time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC)
-	clk := &clock{t: first}
+	clk := NewClock(first)
 	db := open(t, Config{Now: clk.Now})
 	clk.Advance(time.Minute)
 	deliver(t, db, "b1", "bob@x.org")

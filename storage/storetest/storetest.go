@@ -70,19 +70,25 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-// clock is a fake clock that moves only when told to.
-type clock struct {
+// Clock is a fake clock that moves only when told to, safe for
+// concurrent use: the Now of a store or server under test.
+type Clock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time {
+// NewClock returns a Clock that stands at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the time the clock stands at.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Advance(d time.Duration) {
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
