@@ -55,10 +55,14 @@ class Server:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     d = tmp_path_factory.mktemp("burner")
-    binary = os.environ.get("BURNER_BIN") or str(d / "burner")
-    if not os.environ.get("BURNER_BIN"):
+    binary = os.environ.get("BURNER_BIN", "")
+    if not binary:
+        # In pytest's cache directory, so that the next run finds the
+        # binary up to date and go build takes seconds.
+        cache = request.config.cache  # None under -p no:cacheprovider
+        binary = str((cache.mkdir("burner-test") if cache else d) / "burner")
         subprocess.run(["go", "build", "-o", binary, "."], cwd=REPO, check=True, timeout=600)
     data = str(d / "burner.db")
     # keys create prints the key alone on the last line of stdout (SPEC §1).

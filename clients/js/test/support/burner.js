@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
 const run = promisify(execFile);
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const repo = path.resolve(pkg, "../..");
 
 /**
  * Builds burner (`go build`; BURNER_BIN names a binary to use instead),
@@ -22,7 +23,9 @@ export async function startBurner() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "burner-js-test-"));
   let bin = process.env.BURNER_BIN;
   if (!bin) {
-    bin = path.join(dir, "burner");
+    // One place per checkout, so that a second build (the Playwright run
+    // after node --test) finds the binary up to date and takes seconds.
+    bin = path.join(pkg, "node_modules", ".cache", "burner-test", "burner");
     await run("go", ["build", "-o", bin, "."], { cwd: repo, timeout: 600_000 });
   }
   const data = path.join(dir, "burner.db");
