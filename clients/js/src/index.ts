@@ -158,6 +158,11 @@ export class Burner {
     if (!options?.url) throw new TypeError("burner: url is required");
     if (!options.key) throw new TypeError("burner: key is required");
     this.url = options.url.replace(/\/+$/, "").replace(/\/api\/v1$/, "");
+    // Checked here rather than at each fetch, where the event stream would
+    // take a bad URL for a network it should wait out.
+    if (!/^https?:\/\/[^/]/.test(this.url) || !tryURL(this.url)) {
+      throw new TypeError(`burner: url must be http:// or https://, not ${JSON.stringify(options.url)}`);
+    }
     this.#key = options.key;
     this.#timeout = options.requestTimeout ?? 30;
   }
@@ -368,6 +373,15 @@ export class Burner {
       clearTimeout(timer);
       outer?.removeEventListener("abort", onAbort);
     }
+  }
+}
+
+function tryURL(s: string): boolean {
+  try {
+    new URL(s);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -214,6 +214,13 @@ describe("newAddress", () => {
     assert.throws(() => newAddress(""), TypeError);
     assert.equal(localPart("a.b+c@d.test"), "a.b+c");
   });
+
+  test("Burner checks its options", () => {
+    assert.equal(new Burner({ url: "http://127.0.0.1:1/api/v1/", key: "k" }).url, "http://127.0.0.1:1");
+    for (const [url, key] of [["", "k"], ["127.0.0.1:8080", "k"], ["ftp://h", "k"], ["http://h", ""], ["http://[", "k"]]) {
+      assert.throws(() => new Burner({ url, key }), TypeError, `${url} ${key}`);
+    }
+  });
 });
 
 describe("events", () => {

@@ -176,6 +176,13 @@ def test_new_address():
     assert local_part("alice") == "alice"
 
 
+def test_burner_checks_its_arguments():
+    assert Burner("http://127.0.0.1:1/api/v1/", "k").url == "http://127.0.0.1:1"
+    for url, key in (("", "k"), ("127.0.0.1:8080", "k"), ("ftp://h", "k"), ("http://h", "")):
+        with pytest.raises(ValueError):
+            Burner(url, key)
+
+
 class Relay:
     """A TCP relay between the client and burner, to cut connections as a
     network would and to see what the client sends."""

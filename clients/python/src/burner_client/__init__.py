@@ -170,6 +170,8 @@ class Burner:
             raise ValueError("burner: url is required")
         if not key:
             raise ValueError("burner: key is required")
+        if not re.match(r"https?://[^/]", url):
+            raise ValueError(f"burner: url must be http:// or https://, not {url!r}")
         url = url.rstrip("/")
         if url.endswith("/api/v1"):
             url = url[: -len("/api/v1")]
