@@ -22,6 +22,12 @@ export interface BurnerOptions {
   key: string;
   /** Seconds a request other than a wait may take; 30 when not given. */
   requestTimeout?: number;
+  /**
+   * The longest one request of `waitForEmail` is held, in seconds, from 1
+   * to 60 (the API's limit, and the default): lower it behind a proxy
+   * that cuts requests idle for less than a minute.
+   */
+  maxWait?: number;
 }
 
 /**
@@ -153,6 +159,7 @@ export class Burner {
   readonly url: string;
   readonly #key: string;
   readonly #timeout: number;
+  readonly #maxWait: number;
 
   constructor(options: BurnerOptions) {
     if (!options?.url) throw new TypeError("burner: url is required");
@@ -165,6 +172,11 @@ export class Burner {
     }
     this.#key = options.key;
     this.#timeout = options.requestTimeout ?? 30;
+    const mw = options.maxWait ?? maxWait;
+    if (!Number.isInteger(mw) || mw < 1 || mw > maxWait) {
+      throw new TypeError(`burner: maxWait is an integer from 1 to 60, not ${mw}`);
+    }
+    this.#maxWait = mw;
   }
 
   /** A fresh address at `domain`; see the function `newAddress`. */
@@ -183,7 +195,7 @@ export class Burner {
   /**
    * The newest email of an inbox that passes the filters, waiting for one
    * to arrive when there is none yet: the API holds the request (`wait`,
-   * up to 60 s at a time) until a delivery wakes it, and this asks again
+   * up to 60 s, or `maxWait`, at a time) until a delivery wakes it, and this asks again
    * until `timeout` seconds (30 by default) have passed. Throws
    * `TimeoutError` when nothing came. Give `since` to skip mail that is
    * already there.
@@ -196,7 +208,7 @@ export class Burner {
       const left = (deadline - Date.now()) / 1000;
       // The API's wait is whole seconds from 1 to 60; a last fraction of a
       // second is rounded up rather than dropped.
-      q.wait = Math.min(maxWait, Math.max(1, Math.ceil(left)));
+      q.wait = Math.min(this.#maxWait, Math.max(1, Math.ceil(left)));
       const res = await this.#request("GET", "/emails", q, {
         timeout: q.wait + waitSlack,
         signal: options.signal,

@@ -11,6 +11,49 @@ import { startBurner } from "./support/burner.js";
 let srv;
 let burner;
 
+// A TCP relay between a client and burner, to cut connections as a
+// network would and to see what the client sends.
+async function startRelay(upstream) {
+  const conns = new Set();
+  const relay = { requests: [], bytesBack: 0 };
+  const server = net.createServer((down) => {
+    const up = net.connect(Number(upstream.port), upstream.hostname);
+    conns.add(down).add(up);
+    // Each request's head, also of requests on a kept-alive connection.
+    down.on("data", (d) => {
+      const text = d.toString("latin1");
+      if (/^(GET|HEAD|DELETE) \//.test(text)) relay.requests.push(text);
+    });
+    up.on("data", (d) => (relay.bytesBack += d.length));
+    down.pipe(up).pipe(down);
+    for (const [a, b] of [[down, up], [up, down]]) {
+      a.on("error", () => b.destroy());
+      a.on("close", () => {
+        conns.delete(a);
+        b.destroy();
+      });
+    }
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  relay.url = `http://127.0.0.1:${server.address().port}`;
+  relay.cut = () => {
+    for (const c of conns) c.destroy();
+  };
+  relay.close = async () => {
+    relay.cut();
+    await new Promise((r) => server.close(r));
+  };
+  return relay;
+}
+
+async function until(what, cond) {
+  const deadline = Date.now() + 20_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 before(async () => {
   srv = await startBurner();
   burner = new Burner({ url: srv.url, key: srv.key });
@@ -55,6 +98,24 @@ describe("a sign-up flow", () => {
     });
     const took = Date.now() - t0;
     assert.ok(took >= 900 && took < 10_000, `the wait took ${took} ms`);
+  });
+
+  test("a wait longer than one request asks again", async () => {
+    // maxWait 1 stands for the API's 60 s: a wait of 20 s is many
+    // requests, and a mail that comes after the first is still found.
+    const relay = await startRelay(new URL(srv.url));
+    try {
+      const client = new Burner({ url: relay.url, key: srv.key, maxWait: 1 });
+      const address = newAddress("inbox.test");
+      const waiting = client.waitForEmail({ to: address, timeout: 20 });
+      await until("a second request", () => relay.requests.length >= 2);
+      assert.match(relay.requests[0], /[?&]wait=1[& ]/);
+      await srv.send({ to: address, subject: "late", text: "after the first request" });
+      assert.equal((await waiting).subject, "late");
+    } finally {
+      await relay.close();
+    }
+    assert.throws(() => new Burner({ url: srv.url, key: srv.key, maxWait: 61 }), TypeError);
   });
 
   test("a wait returns a mail already there at once", async () => {
@@ -225,51 +286,29 @@ describe("newAddress", () => {
 
 describe("events", () => {
   test("streams arrivals and resumes with Last-Event-ID after a dropped connection", async () => {
-    // A TCP relay between the client and burner, to cut the connection
-    // as a network would and to see what the client sends.
-    const url = new URL(srv.url);
-    const conns = [];
-    const requests = [];
-    let upstreamBytes = 0;
-    const relay = net.createServer((down) => {
-      const up = net.connect(Number(url.port), url.hostname);
-      conns.push(down, up);
-      down.once("data", (d) => requests.push(d.toString("latin1")));
-      up.on("data", (d) => (upstreamBytes += d.length));
-      down.pipe(up).pipe(down);
-      down.on("error", () => up.destroy());
-      up.on("error", () => down.destroy());
-    });
-    await new Promise((r) => relay.listen(0, "127.0.0.1", r));
-    const relayed = new Burner({ url: `http://127.0.0.1:${relay.address().port}`, key: srv.key });
+    const relay = await startRelay(new URL(srv.url));
+    const relayed = new Burner({ url: relay.url, key: srv.key });
 
     const address = newAddress("inbox.test", "ev-");
     const ctl = new AbortController();
     const it = relayed.events({ to: address, signal: ctl.signal });
     try {
-      const until = async (what, cond) => {
-        const deadline = Date.now() + 20_000;
-        while (!cond()) {
-          if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-          await new Promise((r) => setTimeout(r, 20));
-        }
-      };
       const first = it.next();
       // The stream is open once burner's first bytes come back.
-      await until("the stream to open", () => upstreamBytes > 0);
+      await until("the stream to open", () => relay.bytesBack > 0);
       await srv.send({ to: address, subject: "first", text: "1" });
       const e1 = (await first).value;
       assert.equal(e1.subject, "first");
       assert.equal(e1.toAddress, address);
 
       // Cut the connection, then deliver while the client is away.
-      const before = requests.length;
-      for (const c of conns.splice(0)) c.destroy();
+      const before = relay.requests.length;
+      relay.cut();
       await srv.send({ to: address, subject: "second", text: "2" });
       const e2 = (await it.next()).value;
       assert.equal(e2.subject, "second");
-      assert.equal(requests.length, before + 1, "one reconnection");
-      assert.match(requests.at(-1), new RegExp(`\r\nlast-event-id: ${e1.id}\r\n`, "i"));
+      assert.equal(relay.requests.length, before + 1, "one reconnection");
+      assert.match(relay.requests.at(-1), new RegExp(`\r\nlast-event-id: ${e1.id}\r\n`, "i"));
 
       // And on: a third arrives on the new connection.
       const third = it.next();
@@ -287,8 +326,7 @@ describe("events", () => {
       ctl.abort();
       // An aborted stream ends without an error.
       assert.deepEqual(await it.next(), { value: undefined, done: true });
-      for (const c of conns) c.destroy();
-      await new Promise((r) => relay.close(r));
+      await relay.close();
     }
   });
 

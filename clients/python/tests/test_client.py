@@ -59,6 +59,27 @@ def test_a_wait_with_nothing_to_find_raises_timeout_error(client):
     assert 0.9 <= took < 10, took
 
 
+def test_a_wait_longer_than_one_request_asks_again(server):
+    # max_wait=1 stands for the API's 60 s: a wait of 20 s is many
+    # requests, and a mail that comes after the first is still found.
+    relay = Relay(*server.url.removeprefix("http://").rsplit(":", 1))
+    try:
+        client = Burner(f"http://127.0.0.1:{relay.port}", server.key, max_wait=1)
+        address = new_address("inbox.test")
+        got: List[Email] = []
+        waiter = threading.Thread(target=lambda: got.append(client.wait_for_email(address, timeout=20)))
+        waiter.start()
+        until("a second request", lambda: len(relay.requests) >= 2)
+        assert b"wait=1" in relay.requests[0]
+        server.send(address, "late", "after the first request")
+        waiter.join(25)
+        assert got and got[0].subject == "late"
+    finally:
+        relay.close()
+    with pytest.raises(ValueError):
+        Burner(server.url, server.key, max_wait=61)
+
+
 def test_a_wait_returns_a_mail_already_there_and_since_skips_it(client, server):
     address = new_address("inbox.test")
     server.send(address, "already here", "hello")
@@ -187,8 +208,8 @@ class Relay:
     """A TCP relay between the client and burner, to cut connections as a
     network would and to see what the client sends."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.upstream = (host, port)
+    def __init__(self, host: str, port: "int | str") -> None:
+        self.upstream = (host, int(port))
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.requests: List[bytes] = []
@@ -210,16 +231,15 @@ class Relay:
             threading.Thread(target=self._pipe, args=(up, down, False), daemon=True).start()
 
     def _pipe(self, src: socket.socket, dst: socket.socket, request: bool) -> None:
-        first = True
         try:
             while True:
                 b = src.recv(65536)
                 if not b:
                     break
-                if request and first:
+                # Each request's head, also of requests on a kept-alive connection.
+                if request and re.match(rb"(GET|HEAD|DELETE) /", b):
                     with self.lock:
                         self.requests.append(b)
-                first = False
                 if not request:
                     with self.lock:
                         self.bytes_back += len(b)

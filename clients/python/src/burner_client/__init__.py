@@ -158,14 +158,17 @@ class Burner:
 
     ``url`` is the server's base URL (``http://127.0.0.1:8080``; a trailing
     ``/api/v1`` is accepted), ``key`` an API key (``bnr_…``). ``timeout`` is
-    how many seconds a request other than a wait may take.
+    how many seconds a request other than a wait may take; ``max_wait`` the
+    longest one request of ``wait_for_email`` is held (1 to 60, the API's
+    limit and the default): lower it behind a proxy that cuts requests idle
+    for less than a minute.
 
     Wherever an inbox is named (``to``), a local part (``alice``) or a
     whole address (``alice@inbox.test``) will do: burner files mail by
     local part, whatever the domain.
     """
 
-    def __init__(self, url: str, key: str, *, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, key: str, *, timeout: float = 30.0, max_wait: int = _MAX_WAIT) -> None:
         if not url:
             raise ValueError("burner: url is required")
         if not key:
@@ -176,8 +179,11 @@ class Burner:
         if url.endswith("/api/v1"):
             url = url[: -len("/api/v1")]
         self.url = url
+        if isinstance(max_wait, bool) or not isinstance(max_wait, int) or not 1 <= max_wait <= _MAX_WAIT:
+            raise ValueError(f"burner: max_wait is an integer from 1 to 60, not {max_wait!r}")
         self._key = key
         self._timeout = timeout
+        self._max_wait = max_wait
 
     def __repr__(self) -> str:
         return f"Burner({self.url!r})"
@@ -230,9 +236,9 @@ class Burner:
         """The newest email of an inbox that passes the filters, waiting up
         to ``timeout`` seconds for one to arrive.
 
-        The API holds the request (``wait``, up to 60 s at a time) until a
-        delivery wakes it; this asks again until the time is up, then
-        raises ``TimeoutError``. Give ``since`` to skip mail already there.
+        The API holds the request (``wait``, up to ``max_wait`` seconds at
+        a time) until a delivery wakes it; this asks again until the time
+        is up, then raises ``TimeoutError``. Give ``since`` to skip mail already there.
         """
         deadline = time.monotonic() + timeout
         q = _filters(to, subject, search, body, header, since)
@@ -241,7 +247,7 @@ class Burner:
             left = deadline - time.monotonic()
             # The API's wait is whole seconds from 1 to 60; a last fraction
             # of a second is rounded up rather than dropped.
-            wait = min(_MAX_WAIT, max(1, math.ceil(left)))
+            wait = min(self._max_wait, max(1, math.ceil(left)))
             q["wait"] = str(wait)
             got = self._json("/emails", q, timeout=wait + _WAIT_SLACK)
             if got:
