@@ -195,8 +195,8 @@ export class Burner {
   /**
    * The newest email of an inbox that passes the filters, waiting for one
    * to arrive when there is none yet: the API holds the request (`wait`,
-   * up to 60 s, or `maxWait`, at a time) until a delivery wakes it, and this asks again
-   * until `timeout` seconds (30 by default) have passed. Throws
+   * up to `maxWait` seconds at a time) until a delivery wakes it, and this
+   * asks again until `timeout` seconds (30 by default) have passed. Throws
    * `TimeoutError` when nothing came. Give `since` to skip mail that is
    * already there.
    */
