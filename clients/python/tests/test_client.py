@@ -1,0 +1,332 @@
+"""The client against a real burner: mail goes in over SMTP and is read
+back through every call of the client."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from datetime import timedelta
+from typing import List
+
+import pytest
+
+from burner_client import Attachment, Burner, BurnerError, Email, local_part, new_address
+
+
+@pytest.fixture(scope="module")
+def client(server) -> Burner:
+    return Burner(server.url, server.key)
+
+
+def test_waits_for_a_mail_sent_over_smtp_and_reads_its_code(client, server):
+    address = client.new_address("inbox.test", "signup-")
+    got: List[Email] = []
+    # The wait is under way before the mail is sent: the delivery answers it.
+    waiter = threading.Thread(target=lambda: got.append(client.wait_for_email(address, "verify", timeout=30)))
+    waiter.start()
+    server.send(
+        address,
+        "Please verify your address",
+        "Order 4821 has shipped.\nVerification code: 551 082\nOr open https://app.test/verify?t=abc\n",
+    )
+    waiter.join(40)
+    assert not waiter.is_alive() and got, "no mail within the wait"
+    mail = got[0]
+    assert mail.to_address == address
+    assert mail.subject == "Please verify your address"
+    assert mail.from_address == "sender@example.test"
+    assert mail.from_name == "Sender"
+    assert mail.read is False
+    assert mail.received_at.tzinfo is not None
+    assert client.codes(mail.id) == ["551082", "4821"]
+    assert client.codes(mail.id, pattern=r"code: (\d{3} \d{3})") == ["551 082"]
+    assert client.links(mail.id) == ["https://app.test/verify?t=abc"]
+    assert client.text(mail.id).startswith("Order 4821 has shipped.")
+    raw = client.raw(mail.id)
+    assert raw.startswith(b"Received: ")
+    assert b"\r\nSubject: Please verify your address\r\n" in raw
+    assert client.get_email(mail.id) == mail
+
+
+def test_a_wait_with_nothing_to_find_raises_timeout_error(client):
+    to = local_part(new_address("inbox.test"))
+    t0 = time.monotonic()
+    with pytest.raises(TimeoutError, match=f"no email for {re.escape(to)} within 1 s"):
+        client.wait_for_email(to, timeout=1)
+    took = time.monotonic() - t0
+    assert 0.9 <= took < 10, took
+
+
+def test_a_wait_longer_than_one_request_asks_again(server):
+    # max_wait=1 stands for the API's 60 s: a wait of 20 s is many
+    # requests, and a mail that comes after the first is still found.
+    relay = Relay(*server.url.removeprefix("http://").rsplit(":", 1))
+    try:
+        client = Burner(f"http://127.0.0.1:{relay.port}", server.key, max_wait=1)
+        address = new_address("inbox.test")
+        got: List[Email] = []
+        waiter = threading.Thread(target=lambda: got.append(client.wait_for_email(address, timeout=20)))
+        waiter.start()
+        until("a second request", lambda: len(relay.requests) >= 2)
+        assert b"wait=1" in relay.requests[0]
+        server.send(address, "late", "after the first request")
+        waiter.join(25)
+        assert got and got[0].subject == "late"
+    finally:
+        relay.close()
+    with pytest.raises(ValueError):
+        Burner(server.url, server.key, max_wait=61)
+
+
+def test_a_wait_returns_a_mail_already_there_and_since_skips_it(client, server):
+    address = new_address("inbox.test")
+    server.send(address, "already here", "hello")
+    t0 = time.monotonic()
+    mail = client.wait_for_email(address, timeout=20)
+    assert mail.subject == "already here"
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(TimeoutError):
+        client.wait_for_email(address, since=mail.received_at, timeout=1)
+
+
+@pytest.fixture(scope="module")
+def filled(client, server):
+    """An inbox of three messages whose local part has a "+", oldest first."""
+    to = f"list-{local_part(new_address('x.test'))}+tag"
+    for i in range(3):
+        server.send(
+            f"{to}@inbox.test",
+            f"Message {i}",
+            "the middle one says ahoy" if i == 1 else "plain",
+            headers={"X-Test-Run": f"run-{i}"},
+        )
+    return to, list(reversed(client.list_emails(to)))
+
+
+def test_list_is_newest_first(client, filled):
+    to, sent = filled
+    assert [e.subject for e in client.list_emails(f"{to}@inbox.test")] == ["Message 2", "Message 1", "Message 0"]
+    assert [e.received_at for e in sent] == sorted(e.received_at for e in sent)
+
+
+def test_list_filters(client, filled):
+    to, _ = filled
+
+    def subjects(**kw):
+        return [e.subject for e in client.list_emails(to, **kw)]
+
+    assert subjects(subject="message 1") == ["Message 1"]
+    assert subjects(body="AHOY") == ["Message 1"]
+    assert subjects(search="middle ahoy") == ["Message 1"]
+    assert subjects(header="X-Test-Run:run-2") == ["Message 2"]
+    assert subjects(header=("x-test-run", "RUN-0")) == ["Message 0"]
+    assert subjects(limit=2) == ["Message 2", "Message 1"]
+
+
+def test_since_and_before_page_through_an_inbox(client, filled):
+    to, sent = filled
+    ids = lambda **kw: [e.id for e in client.list_emails(to, **kw)]  # noqa: E731
+    assert ids(since=sent[0].received_at) == [sent[2].id, sent[1].id]
+    assert ids(before=sent[2].received_at) == [sent[1].id, sent[0].id]
+    assert ids(since=sent[0].received_at.timestamp(), before=sent[2].received_at) == [sent[1].id]
+    assert ids(since=sent[2].received_at - timedelta(milliseconds=1)) == [sent[2].id]
+
+
+@pytest.mark.parametrize(
+    "call, status, message",
+    [
+        (lambda c, to, id: c.list_emails(to, subject="a", body="b"), 400,
+         "Only one of subject, search, or body may be specified."),
+        (lambda c, to, id: c.list_emails(to, limit=11), 400, "'limit' must be an integer from 1 to 10."),
+        (lambda c, to, id: c.list_emails("no spaces"), 400,
+         "Invalid local part. Only alphanumeric characters and _-+. are allowed."),
+        (lambda c, to, id: c.list_emails(to, header="no colon"), 400,
+         "'header' must be Name:value, like X-Test-Run:42."),
+        (lambda c, to, id: c.list_emails(to, since=-1), 400, "'since' must be a Unix timestamp in seconds."),
+        (lambda c, to, id: c.codes(id, pattern="("), 400, "'pattern' must be a valid regular expression."),
+        (lambda c, to, id: c.get_email("00000000-0000-4000-8000-000000000000"), 404, "Email not found"),
+        (lambda c, to, id: c.attachment(id, 0), 404, "Attachment not found"),
+        (lambda c, to, id: Burner(c.url, "bnr_not-a-key").list_emails(to), 401, "Missing or invalid API key."),
+    ],
+)
+def test_refusals_raise_burner_error_with_the_apis_message(client, filled, call, status, message):
+    to, sent = filled
+    with pytest.raises(BurnerError) as e:
+        call(client, to, sent[0].id)
+    assert (e.value.status, e.value.message) == (status, message)
+
+
+def test_attachments(client, server):
+    address = new_address("inbox.test", "files-")
+    server.send(address, "Your invoice", "Invoice attached.", attachment=bytes([0, 1, 2, 250, 255]))
+    mail = client.wait_for_email(address, timeout=20)
+    assert client.attachments(mail.id) == [
+        Attachment(index=0, filename="data.bin", content_type="application/octet-stream", size=5, content_id="")
+    ]
+    assert client.attachment(mail.id, 0) == bytes([0, 1, 2, 250, 255])
+    assert client.text(mail.id).strip() == "Invoice attached."
+
+
+def test_delete_email_and_clear_inbox(client, server):
+    address = new_address("inbox.test", "del-")
+    for s in ("one", "two", "three"):
+        server.send(address, s, s)
+    emails = client.list_emails(address)
+    assert len(emails) == 3
+    client.delete_email(emails[0].id)
+    with pytest.raises(BurnerError) as e:
+        client.get_email(emails[0].id)
+    assert e.value.status == 404
+    assert len(client.list_emails(address)) == 2
+    client.clear_inbox(address)
+    assert client.list_emails(address) == []
+    client.clear_inbox(address)  # an empty inbox clears too
+
+
+def test_new_address():
+    seen = {new_address("inbox.test", "ci-") for _ in range(100)}
+    assert len(seen) == 100
+    for a in seen:
+        assert re.fullmatch(r"ci-[a-z0-9]{12}@inbox\.test", a)
+    for bad in (("inbox.test", "no spaces "), ("inbox.test", "x" * 53), ("",)):
+        with pytest.raises(ValueError):
+            new_address(*bad)
+    assert local_part("a.b+c@d.test") == "a.b+c"
+    assert local_part("alice") == "alice"
+
+
+def test_burner_checks_its_arguments():
+    assert Burner("http://127.0.0.1:1/api/v1/", "k").url == "http://127.0.0.1:1"
+    for url, key in (("", "k"), ("127.0.0.1:8080", "k"), ("ftp://h", "k"), ("http://h", "")):
+        with pytest.raises(ValueError):
+            Burner(url, key)
+
+
+class Relay:
+    """A TCP relay between the client and burner, to cut connections as a
+    network would and to see what the client sends."""
+
+    def __init__(self, host: str, port: "int | str") -> None:
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.requests: List[bytes] = []
+        self.bytes_back = 0
+        self.conns: List[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                down, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            up = socket.create_connection(self.upstream)
+            with self.lock:
+                self.conns += [down, up]
+            threading.Thread(target=self._pipe, args=(down, up, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(up, down, False), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, request: bool) -> None:
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                # Each request's head, also of requests on a kept-alive connection.
+                if request and re.match(rb"(GET|HEAD|DELETE) /", b):
+                    with self.lock:
+                        self.requests.append(b)
+                if not request:
+                    with self.lock:
+                        self.bytes_back += len(b)
+                dst.sendall(b)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        self.cut()
+
+
+def until(what, cond, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_events_stream_arrivals_and_resume_after_a_dropped_connection(client, server):
+    host, port = client.url.removeprefix("http://").rsplit(":", 1)
+    relay = Relay(host, int(port))
+    relayed = Burner(f"http://127.0.0.1:{relay.port}", server.key)
+    address = new_address("inbox.test", "ev-")
+    got: List[Email] = []
+
+    def read() -> None:
+        for e in relayed.events(address, timeout=40):
+            got.append(e)
+            if len(got) == 3:
+                break  # closes the stream
+
+    reader = threading.Thread(target=read, daemon=True)
+    try:
+        reader.start()
+        # The stream is open once burner's first bytes come back.
+        until("the stream to open", lambda: relay.bytes_back > 0)
+        server.send(address, "first", "1")
+        until("the first event", lambda: len(got) == 1)
+        assert got[0].subject == "first"
+
+        # Cut the connection, then deliver while the client is away.
+        before = len(relay.requests)
+        relay.cut()
+        server.send(address, "second", "2")
+        until("the second event", lambda: len(got) == 2)
+        assert got[1].subject == "second"
+        assert len(relay.requests) == before + 1, "one reconnection"
+        assert re.search(rb"\r\nlast-event-id: " + got[0].id.encode() + rb"\r\n", relay.requests[-1], re.I)
+
+        server.send(address, "third", "3")
+        until("the third event", lambda: len(got) == 3)
+        assert got[2].subject == "third"
+        reader.join(10)
+        assert not reader.is_alive()
+    finally:
+        relay.close()
+
+    # A stream started after an id replays what came after it.
+    replay = client.events(address, last_event_id=got[0].id, timeout=20)
+    assert [next(replay).subject, next(replay).subject] == ["second", "third"]
+    replay.close()
+
+    # A stream with a time limit ends by itself.
+    t0 = time.monotonic()
+    assert list(client.events(address, timeout=1)) == []
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_refused_stream_raises_burner_error(client):
+    with pytest.raises(BurnerError) as e:
+        next(client.events("bad inbox", timeout=10))
+    assert e.value.status == 400
