@@ -75,13 +75,15 @@ func (s *Server) mcpHandler() http.Handler {
 		MaxRequestBodyBytes:        mcpMaxBody,
 	})
 	// The SDK hands a tool the request's TokenInfo (CallToolRequest.Extra),
-	// and nothing else of the request: it carries the key's scope there.
+	// and nothing else of the request: it carries the key's scope there,
+	// and the request's context, whose end (the client hung up) the SDK
+	// does not pass on to a tool of a stateless server.
 	withScope := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		sc, ok := scopeOf(r.Context())
 		if !ok {
 			return nil, auth.ErrInvalidToken // requireKey always sets one
 		}
-		return &auth.TokenInfo{Extra: map[string]any{mcpScopeKey: sc}}, nil
+		return &auth.TokenInfo{Extra: map[string]any{mcpScopeKey: sc, mcpRequestKey: r.Context()}}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Stateless: no stream to GET, no session to DELETE.
@@ -102,19 +104,33 @@ func (s *Server) mcpHandler() http.Handler {
 	})
 }
 
-// mcpScopeKey names the key's scope in auth.TokenInfo.Extra.
-const mcpScopeKey = "burner.scope"
+// mcpScopeKey and mcpRequestKey name the key's scope and the HTTP
+// request's context in auth.TokenInfo.Extra.
+const (
+	mcpScopeKey   = "burner.scope"
+	mcpRequestKey = "burner.request"
+)
 
 // toolContext returns ctx with the scope of the key of req, so that
-// Server.db applies it.
-func toolContext(ctx context.Context, req *mcp.CallToolRequest) (context.Context, error) {
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
-		if sc, ok := req.Extra.TokenInfo.Extra[mcpScopeKey].(storage.Scope); ok {
-			return withScope(ctx, sc), nil
-		}
+// Server.db applies it, canceled also when the HTTP request ends (so that
+// a client that hangs up releases a wait_for_email at once, as a long
+// poll's does); call cancel when the tool is done.
+func toolContext(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, cancel func(), _ error) {
+	if req == nil || req.Extra == nil || req.Extra.TokenInfo == nil {
+		// Unreachable behind requireKey; refuse rather than serve unscoped.
+		return ctx, func() {}, errInboxForbidden
 	}
-	// Unreachable behind requireKey; refuse rather than serve unscoped.
-	return nil, errInboxForbidden
+	extra := req.Extra.TokenInfo.Extra
+	sc, ok := extra[mcpScopeKey].(storage.Scope)
+	if !ok {
+		return ctx, func() {}, errInboxForbidden
+	}
+	ctx, cancelTool := context.WithCancel(withScope(ctx, sc))
+	stop := func() bool { return false }
+	if r, ok := extra[mcpRequestKey].(context.Context); ok {
+		stop = context.AfterFunc(r, cancelTool)
+	}
+	return ctx, func() { stop(); cancelTool() }, nil
 }
 
 // toolError is a tool's failure as the agent reads it (isError): the
@@ -160,7 +176,8 @@ func (s *Server) toolFailure(ctx context.Context, tool string, err error) error 
 func tool[In, Out any](s *Server, name string, fn func(context.Context, In) (Out, error)) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		var zero Out
-		ctx, err := toolContext(ctx, req)
+		ctx, cancel, err := toolContext(ctx, req)
+		defer cancel()
 		if err != nil {
 			return nil, zero, s.toolFailure(ctx, name, err)
 		}

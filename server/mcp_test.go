@@ -666,3 +666,27 @@ func TestMCPRawInitialize(t *testing.T) {
 		t.Errorf("initialize = %d %s (session %q); want 200, burner, no session", res.StatusCode, b, res.Header.Get("Mcp-Session-Id"))
 	}
 }
+
+// TestMCPWaitReleasedOnHangUp: a client that gives up on a
+// wait_for_email releases it at once, as the API's long poll is: the
+// server then closes without waiting out the 60 s.
+func TestMCPWaitReleasedOnHangUp(t *testing.T) {
+	n := newMCPNode(t, openDB(t), Options{Domains: []string{"inbox.test"}})
+	cs := n.connect(n.key("full", storage.Scope{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_email", Arguments: map[string]any{"inbox": "patient", "timeout_s": 60}})
+		done <- err
+	}()
+	n.waitingOn("patient")
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("wait_for_email returned no error after its context was canceled")
+	}
+	start := time.Now()
+	n.srv.Close() // returns once every request has ended
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the server's wait_for_email ended %v after the client hung up, want at once", took)
+	}
+}
