@@ -78,7 +78,7 @@ func (s *Server) mcpHandler() http.Handler {
 	// and nothing else of the request: it carries the key's scope there,
 	// and the request's context, whose end (the client hung up) the SDK
 	// does not pass on to a tool of a stateless server.
-	withScope := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	authed := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		sc, ok := scopeOf(r.Context())
 		if !ok {
 			return nil, auth.ErrInvalidToken // requireKey always sets one
@@ -100,7 +100,7 @@ func (s *Server) mcpHandler() http.Handler {
 		}
 		extendDeadlines(w, maxWait)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		withScope.ServeHTTP(w, r)
+		authed.ServeHTTP(w, r)
 	})
 }
 
