@@ -24,6 +24,7 @@ type Config struct {
 	Retention RetentionConfig `toml:"retention"`
 	UI        UIConfig        `toml:"ui"`
 	Log       LogConfig       `toml:"log"`
+	MCP       MCPConfig       `toml:"mcp"`
 	Webhooks  []WebhookConfig `toml:"webhooks"`
 }
 
@@ -79,6 +80,11 @@ type UIConfig struct {
 	Public       bool `toml:"public"`
 	RequireTLS   bool `toml:"require_tls"`
 	RemoteImages bool `toml:"remote_images"`
+}
+
+// MCPConfig is the [mcp] section (SPEC §11).
+type MCPConfig struct {
+	AddressDomain string `toml:"address_domain"`
 }
 
 type LogConfig struct {
@@ -194,6 +200,9 @@ func (c Config) validate() error {
 		if d == "" || strings.ContainsAny(d, "@ \t") {
 			errs = append(errs, fmt.Errorf("smtp.domains: %q is not a domain", d))
 		}
+	}
+	if d := c.MCP.AddressDomain; d != "" && (strings.ContainsAny(d, "@ \t") || strings.Trim(d, ".") == "") {
+		errs = append(errs, fmt.Errorf("mcp.address_domain: %q is not a domain", d))
 	}
 	if c.SMTP.MaxMessageBytes <= 0 {
 		errs = append(errs, errors.New("smtp.max_message_bytes: must be positive"))

@@ -99,6 +99,7 @@ func TestLoadConfig(t *testing.T) {
 		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.level"},
 		{"[http]\nmax_query_bytes = 0\n", "http.max_query_bytes"},
 		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
+		{"[mcp]\naddress_domain = \"agents@x.test\"\n", `mcp.address_domain: "agents@x.test" is not a domain`},
 		{"data = \n", "config"},
 		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].url: \"ftp://x\" is not"},
 		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].inboxes: inbox pattern \"a*b\""},

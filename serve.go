@@ -214,6 +214,8 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
 		Metrics:       reg,
 		Ready:         a.smtpReady,
+		AddressDomain: cfg.MCP.AddressDomain,
+		Version:       buildVersion(),
 	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{

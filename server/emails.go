@@ -256,16 +256,27 @@ func waitParam(v url.Values) (time.Duration, error) {
 // cursor), since nothing older can have come to match: so a delivery
 // costs each waiter the new emails, not its whole inbox again.
 func (s *Server) listWaiting(w http.ResponseWriter, r *http.Request, q storage.Query, wait time.Duration) ([]storage.Email, error) {
-	ctx := r.Context()
 	if wait == 0 || r.Method == http.MethodHead { // HEAD wants the headers now
-		return s.list(ctx, q)
+		return s.list(r.Context(), q)
 	}
-	deadline := time.Now().Add(wait)
-	// The server's read and write timeouts are shorter than a long poll;
-	// and a read timeout would cancel the request's context.
+	extendDeadlines(w, wait)
+	return s.waitList(r.Context(), q, wait)
+}
+
+// extendDeadlines gives a request that may wait up to wait the time to do
+// it: the server's read and write timeouts are shorter than a long poll,
+// and a read timeout would cancel the request's context.
+func extendDeadlines(w http.ResponseWriter, wait time.Duration) {
+	deadline := time.Now().Add(wait + 10*time.Second)
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(deadline.Add(10 * time.Second))
-	rc.SetWriteDeadline(deadline.Add(10 * time.Second))
+	rc.SetReadDeadline(deadline)
+	rc.SetWriteDeadline(deadline)
+}
+
+// waitList is listWaiting's wait, for the API's wait=N and MCP's
+// wait_for_email (mcp.go): it lists q, and when nothing matches, waits
+// for a delivery to the inbox to bring a match, or for wait to pass.
+func (s *Server) waitList(ctx context.Context, q storage.Query, wait time.Duration) ([]storage.Email, error) {
 	// Changed is taken before anything is read, and the cursor before the
 	// query, so that no delivery slips between them unseen.
 	changed := s.db.Changed(q.LocalPart)

@@ -48,6 +48,11 @@ type Options struct {
 	// Ready reports whether the rest of the appliance (the SMTP listener)
 	// is up, for /healthz; nil means it is.
 	Ready func() error
+	// AddressDomain is the domain of MCP's new_address when Domains is
+	// empty (mcp.address_domain; SPEC §11).
+	AddressDomain string
+	// Version is burner's version, which MCP clients are told.
+	Version string
 }
 
 // Server answers HTTP requests from one storage.Store. It is safe for
@@ -150,6 +155,8 @@ func (s *Server) routes() http.Handler {
 	mux := routeMux{http.NewServeMux(), &s.patterns}
 	mux.Handle("/api/", s.requireKey(api)) // authentication comes first under /api/
 	mux.Handle("/api", s.requireKey(api))  // else the mux would answer a text redirect to /api/
+	// MCP (SPEC §11, mcp.go) answers its methods itself.
+	mux.Handle("/mcp", s.requireKey(s.mcpHandler()))
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
 	if s.opts.Metrics != nil {
