@@ -272,19 +272,6 @@ func appendHeaders(b []byte, hs []storage.Header) []byte {
 	return b
 }
 
-// textDict returns the s2 dictionary of the body section of a record
-// written before flagOneBlock: the search text, or its last
-// s2.MaxDictSize bytes; nil when it is too short to be one.
-func textDict(text []byte) *s2.Dict {
-	if len(text) < s2.MinDictSize {
-		return nil
-	}
-	if len(text) > s2.MaxDictSize {
-		text = text[len(text)-s2.MaxDictSize:]
-	}
-	return s2.MakeDictManual(text, 0)
-}
-
 // coldDictID names the dictionary of raw values in their zstd frames.
 const coldDictID = 1
 
@@ -438,46 +425,7 @@ func decodeText(rec, buf []byte) (content, []byte, error) {
 	if flags&flagOneBlock != 0 {
 		return c.decodeOneBlock(rest, buf)
 	}
-	block, section, ok := cutString(rest)
-	if !ok {
-		return content{}, buf, errCorrupt
-	}
-	n, err := s2.DecodedLen(block)
-	if err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	if cap(buf) < n {
-		buf = make([]byte, 0, 2*n+4096) // room for the section after it
-	}
-	if c.text, err = s2.Decode(buf[:cap(buf)], block); err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	c.section = section
-	return c, buf, nil
-}
-
-// decodeOld decodes the rest of an old record: after its flags, a
-// uvarint-prefixed body, the header section, a uvarint-prefixed plain
-// text, the links section and the search text to the end.
-func (c *content) decodeOld(rest []byte) error {
-	var ok bool
-	if c.body, rest, ok = cutString(rest); !ok {
-		return errCorrupt
-	}
-	if c.headers, rest, ok = cutHeaders(rest); !ok {
-		return errCorrupt
-	}
-	if c.plain, rest, ok = cutString(rest); !ok {
-		return errCorrupt
-	}
-	if c.links, rest, ok = cutLinks(rest); !ok {
-		return errCorrupt
-	}
-	c.text = rest
-	if !c.hasBody {
-		c.body = nil
-	}
-	return nil
+	return c.decodeTwoBlocks(rest, buf)
 }
 
 // decodeOneBlock decodes the hot section of a flagOneBlock record, rest
@@ -518,31 +466,7 @@ func (c *content) decodeSection(buf []byte) ([]byte, error) {
 	if c.section == nil {
 		return buf, nil
 	}
-	n, err := s2.DecodedLen(c.section)
-	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	t := len(c.text)
-	if cap(buf) < t+n {
-		grown := make([]byte, t, t+n+4096)
-		copy(grown, c.text)
-		buf, c.text = grown, grown[:t:t]
-	}
-	var dec []byte
-	if d := textDict(c.text); d != nil {
-		dec, err = d.Decode(buf[t:cap(buf)], c.section)
-	} else {
-		dec, err = s2.Decode(buf[t:cap(buf)], c.section)
-	}
-	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	if err := c.parseSection(dec); err != nil {
-		return buf, err
-	}
-	c.hot = buf[:t+len(dec)]
-	c.section = nil
-	return buf, nil
+	return c.decodeOldSection(buf)
 }
 
 // parseSection reads the body and headers of a decoded body section.
