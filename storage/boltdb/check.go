@@ -205,7 +205,7 @@ func checkParts(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("attachment index %x belongs to no message", ckey)
 			return nil
 		}
-		if _, _, err := decodeParts(v); err != nil {
+		if _, _, err := storage.DecodeAttachments(v); err != nil {
 			r.Problemf("attachment index %x: %v", ckey, err)
 		}
 		return nil

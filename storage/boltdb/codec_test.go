@@ -52,16 +52,16 @@ func encodeOldContent(refs int, msg *storage.Message) []byte {
 	}
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = appendString(b, body)
+	b = storage.AppendString(b, body)
 	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
 	for _, h := range msg.Headers {
-		b = appendString(b, strings.ToLower(h.Name))
-		b = appendString(b, storage.Fold(h.Value))
+		b = storage.AppendString(b, strings.ToLower(h.Name))
+		b = storage.AppendString(b, storage.Fold(h.Value))
 	}
-	b = appendString(b, msg.Plain)
+	b = storage.AppendString(b, msg.Plain)
 	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
 	for _, l := range msg.Links {
-		b = appendString(b, l)
+		b = storage.AppendString(b, l)
 	}
 	return append(b, storage.Fold(msg.Text)...)
 }
@@ -156,10 +156,10 @@ func encodeTwoBlockContent(refs int, msg *storage.Message) []byte {
 		body = *msg.Body
 	}
 	text := storage.AppendSearchText(nil, msg.Text)
-	section := appendHeaders(appendString(nil, body), msg.Headers)
+	section := storage.AppendHeaders(storage.AppendString(nil, body), msg.Headers)
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = appendBytes(b, s2.EncodeBetter(nil, text))
+	b = storage.AppendString(b, s2.EncodeBetter(nil, text))
 	if d := textDict(text); d != nil {
 		return append(b, d.Encode(nil, section)...)
 	}

@@ -88,8 +88,7 @@ type DB struct {
 
 	changes storage.Notifier // wakes the waiters of Changed
 
-	usageMu sync.Mutex
-	usage   map[string]time.Time // key id -> last use not yet written
+	usage storage.KeyUsage // key uses not yet written
 
 	stop    chan struct{}
 	flushed sync.WaitGroup
@@ -171,7 +170,6 @@ func Open(path string, opts Options) (*DB, error) {
 		maxPerInbox: opts.MaxPerInbox,
 		maxBytes:    opts.MaxBytes,
 		hooks:       hooks,
-		usage:       make(map[string]time.Time),
 		stop:        make(chan struct{}),
 	}
 	db.commits.Max = maxBatch

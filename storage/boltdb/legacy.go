@@ -3,6 +3,8 @@ package boltdb
 import (
 	"fmt"
 
+	"burner/storage"
+
 	"github.com/klauspost/compress/s2"
 )
 
@@ -19,17 +21,17 @@ import (
 // text, the links section and the search text to the end.
 func (c *content) decodeOld(rest []byte) error {
 	var ok bool
-	if c.body, rest, ok = cutString(rest); !ok {
-		return errCorrupt
+	if c.body, rest, ok = storage.CutString(rest); !ok {
+		return storage.ErrCorrupt
 	}
-	if c.headers, rest, ok = cutHeaders(rest); !ok {
-		return errCorrupt
+	if c.headers, rest, ok = storage.CutHeaders(rest); !ok {
+		return storage.ErrCorrupt
 	}
-	if c.plain, rest, ok = cutString(rest); !ok {
-		return errCorrupt
+	if c.plain, rest, ok = storage.CutString(rest); !ok {
+		return storage.ErrCorrupt
 	}
-	if c.links, rest, ok = cutLinks(rest); !ok {
-		return errCorrupt
+	if c.links, rest, ok = storage.CutStrings(rest); !ok {
+		return storage.ErrCorrupt
 	}
 	c.text = rest
 	if !c.hasBody {
@@ -42,19 +44,19 @@ func (c *content) decodeOld(rest []byte) error {
 // before flagOneBlock, rest after its flags, into buf, grown as needed,
 // and returns buf; decodeOldSection decodes the rest.
 func (c *content) decodeTwoBlocks(rest, buf []byte) (content, []byte, error) {
-	block, section, ok := cutString(rest)
+	block, section, ok := storage.CutString(rest)
 	if !ok {
-		return content{}, buf, errCorrupt
+		return content{}, buf, storage.ErrCorrupt
 	}
 	n, err := s2.DecodedLen(block)
 	if err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return content{}, buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	if cap(buf) < n {
 		buf = make([]byte, 0, 2*n+4096) // room for the section after it
 	}
 	if c.text, err = s2.Decode(buf[:cap(buf)], block); err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return content{}, buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	c.section = section
 	return *c, buf, nil
@@ -66,7 +68,7 @@ func (c *content) decodeTwoBlocks(rest, buf []byte) (content, []byte, error) {
 func (c *content) decodeOldSection(buf []byte) ([]byte, error) {
 	n, err := s2.DecodedLen(c.section)
 	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	t := len(c.text)
 	if cap(buf) < t+n {
@@ -81,7 +83,7 @@ func (c *content) decodeOldSection(buf []byte) ([]byte, error) {
 		dec, err = s2.Decode(buf[t:cap(buf)], c.section)
 	}
 	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	if err := c.parseSection(dec); err != nil {
 		return buf, err

@@ -71,14 +71,14 @@ func expiredEvents(b *bolt.Bucket, limit uint64, max int) ([][]byte, error) {
 	for k, _ := cur.Seek([]byte{1}); k != nil && len(keys) < max; { // past the messages
 		i := bytes.IndexByte(k, 0)
 		if i <= 0 || len(k) < i+2 {
-			return nil, fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+			return nil, fmt.Errorf("outbox key %x: %w", k, storage.ErrCorrupt)
 		}
 		switch kind := k[i+1]; {
 		case kind == kindDue:
 			k, _ = cur.Seek(append(bytes.Clone(k[:i+1]), kindNew))
 			continue
 		case kind != kindNew && kind != kindRetry || len(k) != i+2+24:
-			return nil, fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+			return nil, fmt.Errorf("outbox key %x: %w", k, storage.ErrCorrupt)
 		case binary.BigEndian.Uint64(k[i+2:]) >= limit:
 			// The rest of this range is newer: on to the next range, 'r'
 			// after 'n', then the next hook's.

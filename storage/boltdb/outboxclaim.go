@@ -67,12 +67,12 @@ func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event
 			if !bytes.HasPrefix(nk, newPrefix) {
 				nk = nil
 			} else if len(nk) != n+1+24 {
-				return fmt.Errorf("event key %x: %w", nk, errCorrupt)
+				return fmt.Errorf("event key %x: %w", nk, storage.ErrCorrupt)
 			}
 			if !bytes.HasPrefix(dk, duePrefix) {
 				dk = nil
 			} else if len(dk) != n+1+32 {
-				return fmt.Errorf("due key %x: %w", dk, errCorrupt)
+				return fmt.Errorf("due key %x: %w", dk, storage.ErrCorrupt)
 			}
 			switch {
 			case nk != nil && (dk == nil || binary.BigEndian.Uint64(nk[n+1:]) <= binary.BigEndian.Uint64(dk[n+1:])):
@@ -98,7 +98,7 @@ func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event
 		sc := o.staged.Cursor()
 		for k, _ := sc.Seek(newPrefix); bytes.HasPrefix(k, newPrefix) && len(out) < c.Max; k, _ = sc.Next() {
 			if len(k) != n+1+24 {
-				return fmt.Errorf("event key %x: %w", k, errCorrupt)
+				return fmt.Errorf("event key %x: %w", k, storage.ErrCorrupt)
 			}
 			if int64(binary.BigEndian.Uint64(k[n+1:])) > now {
 				break

@@ -134,7 +134,7 @@ func encodeEvent(attempts int, next time.Time, mkey []byte, to string) []byte {
 	b = binary.AppendUvarint(b, uint64(attempts))
 	b = binary.BigEndian.AppendUint64(b, uint64(next.UnixMilli()))
 	b = append(b, mkey...)
-	return appendString(b, to)
+	return storage.AppendString(b, to)
 }
 
 func encodeEventInline(attempts int, next time.Time, to string, msg []byte) []byte {
@@ -142,7 +142,7 @@ func encodeEventInline(attempts int, next time.Time, to string, msg []byte) []by
 	b = append(b, eventInline)
 	b = binary.AppendUvarint(b, uint64(attempts))
 	b = binary.BigEndian.AppendUint64(b, uint64(next.UnixMilli()))
-	b = appendString(b, to)
+	b = storage.AppendString(b, to)
 	return append(b, msg...)
 }
 
@@ -167,29 +167,29 @@ func decodeEventRecord(v []byte) (eventRecord, error) {
 	if len(v) >= 1 && v[0] == eventInline {
 		n, w := binary.Uvarint(v[1:])
 		if w <= 0 || len(v) < 1+w+8 {
-			return eventRecord{}, errCorrupt
+			return eventRecord{}, storage.ErrCorrupt
 		}
 		rest := v[1+w:]
 		r := eventRecord{attempts: int(n), next: time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC()}
-		to, msg, ok := cutString(rest[8:])
+		to, msg, ok := storage.CutString(rest[8:])
 		if !ok {
-			return eventRecord{}, errCorrupt
+			return eventRecord{}, storage.ErrCorrupt
 		}
 		r.to, r.inline = string(to), msg
 		return r, nil
 	}
 	if len(v) < 1 || v[0] != eventVersion {
-		return eventRecord{}, errCorrupt
+		return eventRecord{}, storage.ErrCorrupt
 	}
 	n, w := binary.Uvarint(v[1:])
 	if w <= 0 || len(v) < 1+w+16 {
-		return eventRecord{}, errCorrupt
+		return eventRecord{}, storage.ErrCorrupt
 	}
 	rest := v[1+w:]
 	r := eventRecord{attempts: int(n), next: time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC(), mkey: rest[8:16]}
-	to, _, ok := cutString(rest[16:])
+	to, _, ok := storage.CutString(rest[16:])
 	if !ok {
-		return eventRecord{}, errCorrupt
+		return eventRecord{}, storage.ErrCorrupt
 	}
 	r.to = string(to)
 	return r, nil
@@ -200,7 +200,7 @@ func decodeEventRecord(v []byte) (eventRecord, error) {
 func splitEventKey(ident []byte) (hook string, received time.Time, id uuid.UUID, err error) {
 	i := bytes.IndexByte(ident, 0)
 	if i <= 0 || len(ident) != i+1+24 {
-		return "", time.Time{}, uuid.UUID{}, errCorrupt
+		return "", time.Time{}, uuid.UUID{}, storage.ErrCorrupt
 	}
 	rest := ident[i+1:]
 	return string(ident[:i]), time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC(), uuid.UUID(rest[8:24]), nil
@@ -259,20 +259,20 @@ func (o boxes) read(ident, v []byte) (storage.Event, error) {
 		_, m := o.msg(r.mkey)
 		_, w := binary.Uvarint(m)
 		if w <= 0 {
-			return storage.Event{}, errCorrupt
+			return storage.Event{}, storage.ErrCorrupt
 		}
 		block = m[w:]
 	}
 	d, err := s2.Decode(nil, block)
 	if err != nil || len(d) < 1 {
-		return storage.Event{}, errCorrupt
+		return storage.Event{}, storage.ErrCorrupt
 	}
 	flags, rest := d[0], d[1:]
 	var fields [4][]byte
 	for i := range fields {
 		var ok bool
-		if fields[i], rest, ok = cutString(rest); !ok {
-			return storage.Event{}, errCorrupt
+		if fields[i], rest, ok = storage.CutString(rest); !ok {
+			return storage.Event{}, storage.ErrCorrupt
 		}
 	}
 	e := storage.Email{ID: id.String(), To: r.to, From: string(fields[0]), FromName: string(fields[1]), ReceivedAt: received}
@@ -294,14 +294,14 @@ func eachEvent(b *bolt.Bucket, fn func(ident []byte, kind byte, v []byte) error)
 	for k, v := cur.Seek([]byte{1}); k != nil; { // past the messages
 		i := bytes.IndexByte(k, 0)
 		if i <= 0 || len(k) < i+2 {
-			return fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+			return fmt.Errorf("outbox key %x: %w", k, storage.ErrCorrupt)
 		}
 		switch kind := k[i+1]; {
 		case kind == kindDue:
 			k, v = cur.Seek(append(bytes.Clone(k[:i+1]), kindNew))
 			continue
 		case kind != kindNew && kind != kindRetry || len(k) != i+2+24:
-			return fmt.Errorf("outbox key %x: %w", k, errCorrupt)
+			return fmt.Errorf("outbox key %x: %w", k, storage.ErrCorrupt)
 		default:
 			if err := fn(append(bytes.Clone(k[:i+1]), k[i+2:]...), kind, v); err != nil {
 				return err
@@ -335,7 +335,7 @@ func encodeEventMsg(msg *storage.Message) []byte {
 	b := make([]byte, 0, 1+len(msg.From)+len(msg.FromName)+len(subject)+len(body)+20)
 	b = append(b, flags)
 	for _, s := range []string{msg.From, msg.FromName, subject, body} {
-		b = appendString(b, s)
+		b = storage.AppendString(b, s)
 	}
 	return s2.Encode(nil, b)
 }

@@ -69,7 +69,7 @@ func TestCheckFindsDamagedParts(t *testing.T) {
 		want   string
 	}{
 		{"stray index", func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketParts).Put(be64(999), encodeParts(storage.Attachments{}))
+			return tx.Bucket(bucketParts).Put(be64(999), storage.EncodeAttachments(storage.Attachments{}))
 		}, "attachment index 00000000000003e7 belongs to no message"},
 		{"damaged index", func(tx *bolt.Tx) error {
 			k, _ := tx.Bucket(bucketContents).Cursor().First()

@@ -80,8 +80,8 @@ func TestPrefilterReadsNoContent(t *testing.T) {
 		tc.q.LocalPart = "p"
 		got, err := db.List(context.Background(), tc.q)
 		if tc.corrupt {
-			if !errors.Is(err, errCorrupt) {
-				t.Errorf("List(%+v) = %q, %v; want errCorrupt", tc.q, storetest.Subjects(got), err)
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Errorf("List(%+v) = %q, %v; want storage.ErrCorrupt", tc.q, storetest.Subjects(got), err)
 			}
 			continue
 		}

@@ -174,7 +174,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		waited:      make(map[string]struct{}),
 		zenc:        zenc,
 		zdec:        zdec,
-		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey), usage: make(map[string]time.Time)},
+		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey)},
 		hooks:       hooks,
 	}
 	db.commits.Max = maxBatch
