@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,6 +23,16 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The outcomes not yet written are the events' as much as the file's
+	// records: a completed event is not exported, a retried one with its
+	// attempts and due time. Those settled from now on may be missed,
+	// as if settled after the export.
+	var ops map[string]outboxOp
+	if v.Event != nil {
+		db.outbox.mu.Lock()
+		ops = maps.Clone(db.outbox.ops)
+		db.outbox.mu.Unlock()
+	}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if v.Key != nil {
 			if err := db.exportKeys(tx, v.Key); err != nil {
@@ -36,9 +47,16 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 		if v.Event != nil {
 			o := outboxOf(tx)
 			return o.each(func(ident []byte, _ byte, rec []byte) error {
+				op, settled := ops[string(ident)]
+				if settled && op.done {
+					return nil
+				}
 				e, err := o.read(ident, rec)
 				if err != nil {
 					return fmt.Errorf("event %x: %w", ident, err)
+				}
+				if settled {
+					e.Attempts, e.Next = op.attempts, op.next
 				}
 				return v.Event(e)
 			})
