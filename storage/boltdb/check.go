@@ -89,7 +89,7 @@ func checkSignature(contents *bolt.Bucket, k, v []byte, r *storage.CheckReport) 
 }
 
 // checkEmails checks the emails bucket against ids, inboxes, contents and
-// raw (records.go documents the layout).
+// raw (codec.go documents the layout).
 func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 	ids, contents, raw := tx.Bucket(bucketIDs), tx.Bucket(bucketContents), tx.Bucket(bucketRaw)
 	counts := make(map[string]int)   // inbox -> emails counted

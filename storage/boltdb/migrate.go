@@ -26,7 +26,7 @@ type migration struct {
 // A step must not use the helpers of the current layout for what it
 // reads, since the layout may change again after it.
 var migrations = [...]migration{
-	// 1 -> 2: from now on records may be compact (records.go, flagCompact);
+	// 1 -> 2: from now on records may be compact (codec.go, flagCompact);
 	// records of version 1 still read as they are, so nothing is rewritten.
 	// The step exists so that a burner that knows only version 1, and
 	// would misread a compact record, refuses the file instead.

@@ -224,5 +224,3 @@ func checkEvents(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	})
 	return err
 }
-
-var _ storage.Checker = (*DB)(nil)

@@ -477,8 +477,3 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 	}
 	return tx.SendBatch(ctx, &batch).Close()
 }
-
-var (
-	_ storage.Exporter = (*DB)(nil)
-	_ storage.Importer = (*DB)(nil)
-)

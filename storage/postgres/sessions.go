@@ -91,5 +91,3 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, er
 	}
 	return int(tag.RowsAffected()), nil
 }
-
-var _ storage.Sessions = (*DB)(nil)
