@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"strings"
 	"time"
 
@@ -54,46 +55,19 @@ func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event
 			out = append(out, e)
 			return nil
 		}
-		// An event never retried is due at its receivedAt, a retried one
-		// at its due key: the two ranges merge by when they are due, and
-		// the first event not due ends both.
-		newPrefix, duePrefix := append(bytes.Clone(prefix), kindNew), append(bytes.Clone(prefix), kindDue)
-		news, dues := o.main.Cursor(), o.main.Cursor()
-		nk, _ := news.Seek(newPrefix)
-		dk, _ := dues.Seek(duePrefix)
-		ident := make([]byte, 0, n+24)
-	scan:
-		for len(out) < c.Max {
-			if !bytes.HasPrefix(nk, newPrefix) {
-				nk = nil
-			} else if len(nk) != n+1+24 {
-				return fmt.Errorf("event key %x: %w", nk, storage.ErrCorrupt)
-			}
-			if !bytes.HasPrefix(dk, duePrefix) {
-				dk = nil
-			} else if len(dk) != n+1+32 {
-				return fmt.Errorf("due key %x: %w", dk, storage.ErrCorrupt)
-			}
-			switch {
-			case nk != nil && (dk == nil || binary.BigEndian.Uint64(nk[n+1:]) <= binary.BigEndian.Uint64(dk[n+1:])):
-				if int64(binary.BigEndian.Uint64(nk[n+1:])) > now {
-					break scan
-				}
-				ident = append(append(ident[:0], prefix...), nk[n+1:]...)
-				nk, _ = news.Next()
-			case dk != nil:
-				if int64(binary.BigEndian.Uint64(dk[n+1:])) > now {
-					break scan
-				}
-				ident = append(append(ident[:0], prefix...), dk[n+9:]...)
-				dk, _ = dues.Next()
-			default:
-				break scan
+		for ident, err := range dueEvents(o.main, prefix, now) {
+			if err != nil {
+				return err
 			}
 			if err := claim(ident); err != nil {
 				return err
 			}
+			if len(out) >= c.Max {
+				break
+			}
 		}
+		newPrefix := append(bytes.Clone(prefix), kindNew)
+		ident := make([]byte, 0, n+24)
 		// The newest events, a quarter of a page of them at most.
 		sc := o.staged.Cursor()
 		for k, _ := sc.Seek(newPrefix); bytes.HasPrefix(k, newPrefix) && len(out) < c.Max; k, _ = sc.Next() {
@@ -139,4 +113,56 @@ func (db *DB) ClaimEvents(ctx context.Context, c storage.Claim) ([]storage.Event
 		ob.leases[string(eventIdent(e))] = c.Now.Add(c.Lease)
 	}
 	return out, nil
+}
+
+// dueEvents yields the identity of each event of the hook of prefix (its
+// id and 0x00) in the outbox bucket b that is due at now (unix ms), in
+// the order they fell due, and stops at the first one not due. An event
+// never retried is due at its receivedAt, in the 'n' range, a retried one
+// at its due key, in the 'd' range: the two ranges merge by when they are
+// due, and the first event not due ends both, so that no event waiting
+// for a later retry is read. An identity is valid until the next one is
+// yielded; a damaged key is yielded as an error, and ends the sequence.
+func dueEvents(b *bolt.Bucket, prefix []byte, now int64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		n := len(prefix)
+		newPrefix, duePrefix := append(bytes.Clone(prefix), kindNew), append(bytes.Clone(prefix), kindDue)
+		news, dues := b.Cursor(), b.Cursor()
+		nk, _ := news.Seek(newPrefix)
+		dk, _ := dues.Seek(duePrefix)
+		ident := make([]byte, 0, n+24)
+		for {
+			if !bytes.HasPrefix(nk, newPrefix) {
+				nk = nil
+			} else if len(nk) != n+1+24 {
+				yield(nil, fmt.Errorf("event key %x: %w", nk, storage.ErrCorrupt))
+				return
+			}
+			if !bytes.HasPrefix(dk, duePrefix) {
+				dk = nil
+			} else if len(dk) != n+1+32 {
+				yield(nil, fmt.Errorf("due key %x: %w", dk, storage.ErrCorrupt))
+				return
+			}
+			switch {
+			case nk != nil && (dk == nil || binary.BigEndian.Uint64(nk[n+1:]) <= binary.BigEndian.Uint64(dk[n+1:])):
+				if int64(binary.BigEndian.Uint64(nk[n+1:])) > now {
+					return
+				}
+				ident = append(append(ident[:0], prefix...), nk[n+1:]...)
+				nk, _ = news.Next()
+			case dk != nil:
+				if int64(binary.BigEndian.Uint64(dk[n+1:])) > now {
+					return
+				}
+				ident = append(append(ident[:0], prefix...), dk[n+9:]...)
+				dk, _ = dues.Next()
+			default:
+				return
+			}
+			if !yield(ident, nil) {
+				return
+			}
+		}
+	}
 }
