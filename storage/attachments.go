@@ -2,7 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
-	"errors"
+	"fmt"
 )
 
 // An attachment index is encoded once for every engine, so that both read
@@ -18,8 +18,9 @@ const (
 	attachmentsPartial = 1 << 0
 )
 
-// ErrCorruptIndex means an encoded attachment index is damaged.
-var ErrCorruptIndex = errors.New("storage: corrupt attachment index")
+// ErrCorruptIndex means an encoded attachment index is damaged. It wraps
+// ErrCorrupt, as the damage of any record does.
+var ErrCorruptIndex = fmt.Errorf("%w: attachment index", ErrCorrupt)
 
 // EncodeAttachments encodes an attachment index for an engine to store.
 func EncodeAttachments(a Attachments) []byte {
@@ -32,9 +33,9 @@ func EncodeAttachments(a Attachments) []byte {
 	b = binary.AppendUvarint(b, uint64(a.More))
 	b = binary.AppendUvarint(b, uint64(len(a.Files)))
 	for _, f := range a.Files {
-		b = appendUvarintString(b, f.Filename)
-		b = appendUvarintString(b, f.ContentType)
-		b = appendUvarintString(b, f.ContentID)
+		b = AppendString(b, f.Filename)
+		b = AppendString(b, f.ContentType)
+		b = AppendString(b, f.ContentID)
 		b = binary.AppendUvarint(b, uint64(f.Size))
 	}
 	return b
@@ -74,7 +75,7 @@ func DecodeAttachments(v []byte) (a Attachments, ok bool, err error) {
 		var s [3][]byte
 		for j := range s {
 			var ok bool
-			if s[j], b, ok = cutUvarintString(b); !ok {
+			if s[j], b, ok = CutString(b); !ok {
 				return Attachments{}, false, ErrCorruptIndex
 			}
 		}
@@ -89,20 +90,4 @@ func DecodeAttachments(v []byte) (a Attachments, ok bool, err error) {
 		return Attachments{}, false, ErrCorruptIndex
 	}
 	return a, true, nil
-}
-
-func appendUvarintString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// cutUvarintString returns the uvarint-prefixed string at the start of b
-// and what follows it.
-func cutUvarintString(b []byte) (s, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || uint64(len(b)-w) < n {
-		return nil, nil, false
-	}
-	end := w + int(n)
-	return b[w:end:end], b[end:], true
 }

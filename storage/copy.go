@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
 )
 
 // What `burner copy` carries from one store to another (SPEC §10): a
@@ -55,6 +58,52 @@ func (sk StoredKey) Clean() (StoredKey, error) {
 	}
 	sk.Key.Scope = scope
 	return sk, nil
+}
+
+// Clean checks m as an Importer stores it and returns the ids of its
+// emails, or an error when it is no message a store could have made: no
+// email, an id that is not one (ParseID), or a recipient whose local part
+// no inbox could hold (StorableLocalPart). It rounds the emails'
+// ReceivedAt to what a store keeps (Milli).
+func (m *StoredMessage) Clean() ([]uuid.UUID, error) {
+	if len(m.Emails) == 0 {
+		return nil, errors.New("a message without emails")
+	}
+	ids := make([]uuid.UUID, len(m.Emails))
+	for i := range m.Emails {
+		e := &m.Emails[i]
+		id, err := ParseID(e.ID)
+		if err != nil {
+			return nil, fmt.Errorf("email %q: %w", e.ID, err)
+		}
+		if !StorableLocalPart(LocalPart(e.To)) {
+			return nil, fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
+		}
+		ids[i] = id
+		e.ReceivedAt = Milli(e.ReceivedAt)
+	}
+	return ids, nil
+}
+
+// Clean returns e as an Importer stores it, with the id of its
+// email, or an error when it is no event a store could have made: an
+// email id that is not one, or a hook id that is empty or holds a NUL. Its
+// times are rounded to what a store keeps (Milli), and an event with no
+// Next is due at its email's receivedAt, as a new one is.
+func (e Event) Clean() (Event, uuid.UUID, error) {
+	id, err := ParseID(e.Email.ID)
+	if err != nil {
+		return Event{}, uuid.UUID{}, fmt.Errorf("event of email %q: %w", e.Email.ID, err)
+	}
+	if e.Hook == "" || strings.IndexByte(e.Hook, 0) >= 0 {
+		return Event{}, uuid.UUID{}, fmt.Errorf("event of email %s: unusable hook id %q", e.Email.ID, e.Hook)
+	}
+	e.Email.ReceivedAt = Milli(e.Email.ReceivedAt)
+	if e.Next.IsZero() {
+		e.Next = e.Email.ReceivedAt
+	}
+	e.Next = Milli(e.Next)
+	return e, id, nil
 }
 
 // ExportVisitor receives what Export reads. Each function may be nil, to

@@ -56,7 +56,7 @@ type HookWaiting struct {
 // Outbox is a Store that keeps webhook events durably (SPEC §9): it
 // writes them in the same commit as their emails, from the hooks it was
 // opened with, and hands them to a delivery worker. It is optional, found
-// by type assertion as Checker is, until every engine has one. Events of
+// by type assertion as Checker is (both engines implement it). Events of
 // a hook the store no longer knows stay until DropEvents removes them.
 type Outbox interface {
 	// ClaimEvents returns at most c.Max events of hook c.Hook that are due

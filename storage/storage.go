@@ -2,9 +2,11 @@
 // stores: the types an email is made of, the sentinel errors, the Store
 // interface every engine implements, and the code every engine shares so
 // that two of them answer byte for byte alike (inbox names, ids, case
-// folding, search text, the filter matcher, key rules, the notifier).
-// The engines live below it: storage/boltdb keeps everything in one bbolt
-// file. storage/storetest is the suite each engine passes.
+// folding, search text, the filter matcher, key rules, the notifier, the
+// record codecs and the keys' last-use buffer). The engines live below it:
+// storage/boltdb keeps everything in one bbolt file, storage/postgres
+// lets several nodes share one PostgreSQL database. storage/storetest is
+// the suite each engine passes.
 package storage
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Close()
-	if got := storetest.ListSubjects(t, snap, storage.Query{LocalPart: "alice"}); !equal(got, []string{"kept"}) {
+	if got := storetest.ListSubjects(t, snap, storage.Query{LocalPart: "alice"}); !slices.Equal(got, []string{"kept"}) {
 		t.Errorf("snapshot holds %v, want what was there when it was taken", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

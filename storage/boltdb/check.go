@@ -89,7 +89,7 @@ func checkSignature(contents *bolt.Bucket, k, v []byte, r *storage.CheckReport) 
 }
 
 // checkEmails checks the emails bucket against ids, inboxes, contents and
-// raw (records.go documents the layout).
+// raw (codec.go documents the layout).
 func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 	ids, contents, raw := tx.Bucket(bucketIDs), tx.Bucket(bucketContents), tx.Bucket(bucketRaw)
 	counts := make(map[string]int)   // inbox -> emails counted
@@ -205,7 +205,7 @@ func checkParts(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("attachment index %x belongs to no message", ckey)
 			return nil
 		}
-		if _, _, err := decodeParts(v); err != nil {
+		if _, _, err := storage.DecodeAttachments(v); err != nil {
 			r.Problemf("attachment index %x: %v", ckey, err)
 		}
 		return nil

@@ -82,6 +82,13 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"schema version", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketMeta).Put(keySchema, []byte{0})
 		}, "schema version is 0"},
+		{"stray attachment index", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketParts).Put(be64(999), storage.EncodeAttachments(storage.Attachments{}))
+		}, "attachment index 00000000000003e7 belongs to no message"},
+		{"damaged attachment index", func(tx *bolt.Tx) error {
+			k, _ := tx.Bucket(bucketContents).Cursor().First()
+			return tx.Bucket(bucketParts).Put(k, []byte{1, 0, 0, 0, 5})
+		}, "corrupt record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openDB(t, Options{})

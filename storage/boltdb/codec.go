@@ -3,7 +3,6 @@ package boltdb
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -119,7 +118,7 @@ func keyInbox(key []byte) []byte { return key[:len(key)-17] }
 
 func keyTime(key []byte) time.Time {
 	ms := binary.BigEndian.Uint64(key[len(key)-16:])
-	return time.UnixMilli(int64(ms)).UTC()
+	return storage.FromMilli(int64(ms))
 }
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -142,10 +141,10 @@ func encodeEmail(e *storage.Email, id uuid.UUID, ckey, sig []byte) []byte {
 	b = append(b, id[:]...)
 	b = append(b, ckey...)
 	if len(sig) > 0 {
-		b = appendBytes(b, sig)
+		b = storage.AppendString(b, sig)
 	}
 	for _, s := range []string{e.To, e.From, e.FromName, subject} {
-		b = appendString(b, s)
+		b = storage.AppendString(b, s)
 	}
 	return b
 }
@@ -162,20 +161,20 @@ type emailView struct {
 
 func viewEmail(rec []byte) (emailView, error) {
 	if len(rec) < emailFixedLen || rec[0] != emailVersion {
-		return emailView{}, errCorrupt
+		return emailView{}, storage.ErrCorrupt
 	}
 	v := emailView{flags: rec[1], id: rec[2:18], ckey: rec[18:26]}
 	rest := rec[emailFixedLen:]
 	if v.flags&flagSignature != 0 {
 		var ok bool
-		if v.sig, rest, ok = cutString(rest); !ok || !storage.ValidSignature(v.sig) {
-			return emailView{}, errCorrupt
+		if v.sig, rest, ok = storage.CutString(rest); !ok || !storage.ValidSignature(v.sig) {
+			return emailView{}, storage.ErrCorrupt
 		}
 	}
 	for _, f := range []*[]byte{&v.to, &v.from, &v.fromName, &v.subject} {
 		var ok bool
-		if *f, rest, ok = cutString(rest); !ok {
-			return emailView{}, errCorrupt
+		if *f, rest, ok = storage.CutString(rest); !ok {
+			return emailView{}, storage.ErrCorrupt
 		}
 	}
 	if v.flags&flagHasSubject == 0 {
@@ -188,14 +187,14 @@ func viewEmail(rec []byte) (emailView, error) {
 // when it has none.
 func recordSignature(rec []byte) ([]byte, error) {
 	if len(rec) < emailFixedLen || rec[0] != emailVersion {
-		return nil, errCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	if rec[1]&flagSignature == 0 {
 		return nil, nil
 	}
-	sig, _, ok := cutString(rec[emailFixedLen:])
+	sig, _, ok := storage.CutString(rec[emailFixedLen:])
 	if !ok || !storage.ValidSignature(sig) {
-		return nil, errCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	return sig, nil
 }
@@ -222,7 +221,7 @@ func (v *emailView) email(key []byte) storage.Email {
 func decodeEmail(key, rec []byte) (storage.Email, []byte, error) {
 	v, err := viewEmail(rec)
 	if err != nil || len(key) < 17 {
-		return storage.Email{}, nil, errCorrupt
+		return storage.Email{}, nil, storage.ErrCorrupt
 	}
 	return v.email(key), bytes.Clone(v.ckey), nil
 }
@@ -246,10 +245,10 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 	// and the dictionary of the raw value.
 	hot := storage.AppendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
 	text := hot[:len(hot):len(hot)]
-	hot = appendString(hot, body)
+	hot = storage.AppendString(hot, body)
 	// Header fields as given: the raw source, compressed with hot as its
 	// dictionary, holds them in the same case.
-	hot = appendHeaders(hot, msg.Headers)
+	hot = storage.AppendHeaders(hot, msg.Headers)
 
 	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
 	rec = append(rec, flags)
@@ -259,30 +258,6 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 	block := s2.EncodeBetter(rec[len(rec):cap(rec)], hot)
 	rec = rec[:len(rec)+len(block)]
 	return rec, encodeCold(hot, msg), storage.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
-}
-
-// appendHeaders appends a header section: uvarint(number of fields), then
-// uvarint-prefixed name and value of each.
-func appendHeaders(b []byte, hs []storage.Header) []byte {
-	b = binary.AppendUvarint(b, uint64(len(hs)))
-	for _, h := range hs {
-		b = appendString(b, h.Name)
-		b = appendString(b, h.Value)
-	}
-	return b
-}
-
-// textDict returns the s2 dictionary of the body section of a record
-// written before flagOneBlock: the search text, or its last
-// s2.MaxDictSize bytes; nil when it is too short to be one.
-func textDict(text []byte) *s2.Dict {
-	if len(text) < s2.MinDictSize {
-		return nil
-	}
-	if len(text) > s2.MaxDictSize {
-		text = text[len(text)-s2.MaxDictSize:]
-	}
-	return s2.MakeDictManual(text, 0)
 }
 
 // coldDictID names the dictionary of raw values in their zstd frames.
@@ -351,11 +326,8 @@ func putColdDecoder(d *zstd.Decoder) {
 // the raw source mostly repeats.
 func encodeCold(hot []byte, msg *storage.Message) []byte {
 	head := make([]byte, 0, 16+len(msg.Plain)+64*len(msg.Links))
-	head = appendString(head, msg.Plain)
-	head = binary.AppendUvarint(head, uint64(len(msg.Links)))
-	for _, l := range msg.Links {
-		head = appendString(head, l)
-	}
+	head = storage.AppendString(head, msg.Plain)
+	head = storage.AppendStrings(head, msg.Links)
 
 	e := getColdEncoder()
 	defer putColdEncoder(e)
@@ -426,7 +398,7 @@ func decodeContent(rec []byte) (content, error) {
 func decodeText(rec, buf []byte) (content, []byte, error) {
 	_, w := binary.Uvarint(rec)
 	if w <= 0 || len(rec) < w+1 {
-		return content{}, buf, errCorrupt
+		return content{}, buf, storage.ErrCorrupt
 	}
 	flags := rec[w]
 	rest := rec[w+1:]
@@ -438,46 +410,7 @@ func decodeText(rec, buf []byte) (content, []byte, error) {
 	if flags&flagOneBlock != 0 {
 		return c.decodeOneBlock(rest, buf)
 	}
-	block, section, ok := cutString(rest)
-	if !ok {
-		return content{}, buf, errCorrupt
-	}
-	n, err := s2.DecodedLen(block)
-	if err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	if cap(buf) < n {
-		buf = make([]byte, 0, 2*n+4096) // room for the section after it
-	}
-	if c.text, err = s2.Decode(buf[:cap(buf)], block); err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	c.section = section
-	return c, buf, nil
-}
-
-// decodeOld decodes the rest of an old record: after its flags, a
-// uvarint-prefixed body, the header section, a uvarint-prefixed plain
-// text, the links section and the search text to the end.
-func (c *content) decodeOld(rest []byte) error {
-	var ok bool
-	if c.body, rest, ok = cutString(rest); !ok {
-		return errCorrupt
-	}
-	if c.headers, rest, ok = cutHeaders(rest); !ok {
-		return errCorrupt
-	}
-	if c.plain, rest, ok = cutString(rest); !ok {
-		return errCorrupt
-	}
-	if c.links, rest, ok = cutLinks(rest); !ok {
-		return errCorrupt
-	}
-	c.text = rest
-	if !c.hasBody {
-		c.body = nil
-	}
-	return nil
+	return c.decodeTwoBlocks(rest, buf)
 }
 
 // decodeOneBlock decodes the hot section of a flagOneBlock record, rest
@@ -485,22 +418,22 @@ func (c *content) decodeOld(rest []byte) error {
 func (c *content) decodeOneBlock(rest, buf []byte) (content, []byte, error) {
 	t, w := binary.Uvarint(rest)
 	if w <= 0 {
-		return content{}, buf, errCorrupt
+		return content{}, buf, storage.ErrCorrupt
 	}
 	block := rest[w:]
 	n, err := s2.DecodedLen(block)
 	if err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return content{}, buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	if cap(buf) < n {
 		buf = make([]byte, 0, n+4096)
 	}
 	dec, err := s2.Decode(buf[:cap(buf)], block)
 	if err != nil {
-		return content{}, buf, fmt.Errorf("%w: %v", errCorrupt, err)
+		return content{}, buf, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	if t > uint64(len(dec)) {
-		return content{}, buf, errCorrupt
+		return content{}, buf, storage.ErrCorrupt
 	}
 	c.text, c.pending, c.hot = dec[:t:t], dec[t:], dec
 	return *c, buf, nil
@@ -518,42 +451,18 @@ func (c *content) decodeSection(buf []byte) ([]byte, error) {
 	if c.section == nil {
 		return buf, nil
 	}
-	n, err := s2.DecodedLen(c.section)
-	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	t := len(c.text)
-	if cap(buf) < t+n {
-		grown := make([]byte, t, t+n+4096)
-		copy(grown, c.text)
-		buf, c.text = grown, grown[:t:t]
-	}
-	var dec []byte
-	if d := textDict(c.text); d != nil {
-		dec, err = d.Decode(buf[t:cap(buf)], c.section)
-	} else {
-		dec, err = s2.Decode(buf[t:cap(buf)], c.section)
-	}
-	if err != nil {
-		return buf, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	if err := c.parseSection(dec); err != nil {
-		return buf, err
-	}
-	c.hot = buf[:t+len(dec)]
-	c.section = nil
-	return buf, nil
+	return c.decodeOldSection(buf)
 }
 
 // parseSection reads the body and headers of a decoded body section.
 func (c *content) parseSection(dec []byte) error {
 	var ok bool
 	rest := dec
-	if c.body, rest, ok = cutString(rest); !ok {
-		return errCorrupt
+	if c.body, rest, ok = storage.CutString(rest); !ok {
+		return storage.ErrCorrupt
 	}
-	if c.headers, rest, ok = cutHeaders(rest); !ok || len(rest) != 0 {
-		return errCorrupt
+	if c.headers, rest, ok = storage.CutHeaders(rest); !ok || len(rest) != 0 {
+		return storage.ErrCorrupt
 	}
 	if !c.hasBody {
 		c.body = nil
@@ -561,40 +470,10 @@ func (c *content) parseSection(dec []byte) error {
 	return nil
 }
 
-// cutHeaders returns the header section at the start of b and what follows.
-func cutHeaders(b []byte) (section, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 {
-		return nil, nil, false
-	}
-	rest = b[w:]
-	for range 2 * n {
-		if _, rest, ok = cutString(rest); !ok {
-			return nil, nil, false
-		}
-	}
-	return b[:len(b)-len(rest)], rest, true
-}
-
-// cutLinks returns the links section at the start of b and what follows.
-func cutLinks(b []byte) (section, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 {
-		return nil, nil, false
-	}
-	rest = b[w:]
-	for range n {
-		if _, rest, ok = cutString(rest); !ok {
-			return nil, nil, false
-		}
-	}
-	return b[:len(b)-len(rest)], rest, true
-}
-
 // cold is what a message's raw value holds beyond the hot section.
 type cold struct {
 	plain []byte
-	links []byte // the encoded links section, for decodeLinks
+	links []byte // the encoded links section (storage.AppendStrings)
 	raw   []byte // the message as received
 }
 
@@ -612,58 +491,24 @@ func decodeCold(c *content, v []byte) (cold, error) {
 	}
 	dec, err := d.DecodeAll(v, nil)
 	if err != nil {
-		return cold{}, fmt.Errorf("%w: %v", errCorrupt, err)
+		return cold{}, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	var (
 		out cold
 		ok  bool
 	)
-	if out.plain, dec, ok = cutString(dec); !ok {
-		return cold{}, errCorrupt
+	if out.plain, dec, ok = storage.CutString(dec); !ok {
+		return cold{}, storage.ErrCorrupt
 	}
-	if out.links, out.raw, ok = cutLinks(dec); !ok {
-		return cold{}, errCorrupt
+	if out.links, out.raw, ok = storage.CutStrings(dec); !ok {
+		return cold{}, storage.ErrCorrupt
 	}
 	return out, nil
-}
-
-// decodeLinks decodes a links section that cutLinks has checked.
-func decodeLinks(section []byte) []string {
-	n, w := binary.Uvarint(section)
-	rest := section[w:]
-	links := make([]string, 0, n)
-	for range n {
-		var l []byte
-		l, rest, _ = cutString(rest)
-		links = append(links, string(l))
-	}
-	return links
 }
 
 // contentRefs returns the reference count of a content record and the
 // length of its encoding.
 func contentRefs(rec []byte) (uint64, int) { return binary.Uvarint(rec) }
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// cutString returns the uvarint-prefixed string at the start of b (a slice
-// into b with its capacity capped) and what follows it.
-func cutString(b []byte) (s, rest []byte, ok bool) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || uint64(len(b)-w) < n {
-		return nil, nil, false
-	}
-	end := w + int(n)
-	return b[w:end:end], b[end:], true
-}
 
 // bodyString copies a body out of a transaction; nil stays nil.
 func bodyString(b []byte) *string {
@@ -673,21 +518,3 @@ func bodyString(b []byte) *string {
 	s := string(b)
 	return &s
 }
-
-// matchHeaders reports whether a field of a header section that
-// cutHeaders has checked matches m's header filter.
-func matchHeaders(m *storage.Matcher, section []byte) bool {
-	n, w := binary.Uvarint(section)
-	rest := section[w:]
-	for range n {
-		var name, value []byte
-		name, rest, _ = cutString(rest)
-		value, rest, _ = cutString(rest)
-		if m.MatchHeader(name, value) {
-			return true
-		}
-	}
-	return false
-}
-
-var errCorrupt = errors.New("storage: corrupt record")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,14 +36,14 @@ func TestContentRoundTrip(t *testing.T) {
 		{Body: "DOLOR SIT"}, {Terms: []string{"long", "adipiscing"}}, {Header: &storage.Header{Name: "x-test-run", Value: "RUN 42"}},
 	} {
 		q.LocalPart = "r"
-		if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"long"}) {
+		if got := storetest.ListSubjects(t, db, q); !slices.Equal(got, []string{"long"}) {
 			t.Errorf("List(%+v) = %q, want [long]", q, got)
 		}
 	}
 }
 
 // encodeOldContent is the content record of the layout before compression
-// (records.go): files written then must read the same.
+// (codec.go, legacy.go): files written then must read the same.
 func encodeOldContent(refs int, msg *storage.Message) []byte {
 	var flags byte
 	body := ""
@@ -52,16 +53,16 @@ func encodeOldContent(refs int, msg *storage.Message) []byte {
 	}
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = appendString(b, body)
+	b = storage.AppendString(b, body)
 	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
 	for _, h := range msg.Headers {
-		b = appendString(b, strings.ToLower(h.Name))
-		b = appendString(b, storage.Fold(h.Value))
+		b = storage.AppendString(b, strings.ToLower(h.Name))
+		b = storage.AppendString(b, storage.Fold(h.Value))
 	}
-	b = appendString(b, msg.Plain)
+	b = storage.AppendString(b, msg.Plain)
 	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
 	for _, l := range msg.Links {
-		b = appendString(b, l)
+		b = storage.AppendString(b, l)
 	}
 	return append(b, storage.Fold(msg.Text)...)
 }
@@ -94,14 +95,14 @@ func TestOldRecordsRead(t *testing.T) {
 	if raw, err := db.Raw(context.Background(), got[0].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
 		t.Errorf("Raw of an old record = %q, %v", raw, err)
 	}
-	if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) {
+	if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || !slices.Equal(c.Links, msg.Links) {
 		t.Errorf("Content of an old record = %+v, %v", c, err)
 	}
 	for _, q := range []storage.Query{
 		{}, {Body: "hello world"}, {Terms: []string{"ann", "WORLD"}}, {Header: &storage.Header{Name: "X-TEST-RUN", Value: "legacy"}}, {Subject: "TIMES"},
 	} {
 		q.LocalPart = "old"
-		if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"Old times"}) {
+		if got := storetest.ListSubjects(t, db, q); !slices.Equal(got, []string{"Old times"}) {
 			t.Errorf("List(%+v) of an old record = %q, want [Old times]", q, got)
 		}
 	}
@@ -132,7 +133,7 @@ func roundTrip(t *testing.T, db *DB, msg *storage.Message) {
 		t.Errorf("Raw(%s) = %d bytes, %v; want the %d stored", id, len(raw), err, len(msg.Raw))
 	}
 	c, err := db.Content(context.Background(), id)
-	if err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) || len(c.Links) != len(msg.Links) {
+	if err != nil || c.Plain != msg.Plain || !slices.Equal(c.Links, msg.Links) {
 		t.Errorf("Content(%s) = %.40q %q, %v; want %.40q %q", id, c.Plain, c.Links, err, msg.Plain, msg.Links)
 	}
 }
@@ -156,10 +157,10 @@ func encodeTwoBlockContent(refs int, msg *storage.Message) []byte {
 		body = *msg.Body
 	}
 	text := storage.AppendSearchText(nil, msg.Text)
-	section := appendHeaders(appendString(nil, body), msg.Headers)
+	section := storage.AppendHeaders(storage.AppendString(nil, body), msg.Headers)
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = appendBytes(b, s2.EncodeBetter(nil, text))
+	b = storage.AppendString(b, s2.EncodeBetter(nil, text))
 	if d := textDict(text); d != nil {
 		return append(b, d.Encode(nil, section)...)
 	}
@@ -197,7 +198,7 @@ func TestTwoBlockRecordsRead(t *testing.T) {
 		if raw, err := db.Raw(context.Background(), got[0].ID); err != nil || !bytes.Equal(raw, msg.Raw) {
 			t.Errorf("Raw of a two-block record = %q, %v", raw, err)
 		}
-		if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || fmt.Sprint(c.Links) != fmt.Sprint(msg.Links) {
+		if c, err := db.Content(context.Background(), got[0].ID); err != nil || c.Plain != msg.Plain || !slices.Equal(c.Links, msg.Links) {
 			t.Errorf("Content of a two-block record = %+v, %v", c, err)
 		}
 		queries := []storage.Query{{}, {Terms: []string{"two", "BLOCKS"}}, {Subject: "blocks"}}
@@ -206,7 +207,7 @@ func TestTwoBlockRecordsRead(t *testing.T) {
 		}
 		for _, q := range queries {
 			q.LocalPart = local
-			if got := storetest.ListSubjects(t, db, q); !equal(got, []string{"Two blocks"}) {
+			if got := storetest.ListSubjects(t, db, q); !slices.Equal(got, []string{"Two blocks"}) {
 				t.Errorf("List(%+v) of a two-block record = %q, want [Two blocks]", q, got)
 			}
 		}

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"burner/storage"
@@ -24,6 +23,16 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The outcomes not yet written are the events' as much as the file's
+	// records: a completed event is not exported, a retried one with its
+	// attempts and due time. Those settled from now on may be missed,
+	// as if settled after the export.
+	var ops map[string]outboxOp
+	if v.Event != nil {
+		db.outbox.mu.Lock()
+		ops = maps.Clone(db.outbox.ops)
+		db.outbox.mu.Unlock()
+	}
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		if v.Key != nil {
 			if err := db.exportKeys(tx, v.Key); err != nil {
@@ -38,9 +47,16 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 		if v.Event != nil {
 			o := outboxOf(tx)
 			return o.each(func(ident []byte, _ byte, rec []byte) error {
+				op, settled := ops[string(ident)]
+				if settled && op.done {
+					return nil
+				}
 				e, err := o.read(ident, rec)
 				if err != nil {
 					return fmt.Errorf("event %x: %w", ident, err)
+				}
+				if settled {
+					e.Attempts, e.Next = op.attempts, op.next
 				}
 				return v.Event(e)
 			})
@@ -56,20 +72,12 @@ func (db *DB) Export(ctx context.Context, v storage.ExportVisitor) error {
 // exportKeys gives each key with its last use, the one in memory if it is
 // newer than the file's.
 func (db *DB) exportKeys(tx *bolt.Tx, fn func(storage.StoredKey) error) error {
-	db.usageMu.Lock()
-	usage := make(map[string]time.Time, len(db.usage))
-	for id, t := range db.usage {
-		usage[id] = t
-	}
-	db.usageMu.Unlock()
 	return tx.Bucket(bucketKeys).ForEach(func(id, rec []byte) error {
 		k, hash, err := decodeKey(id, rec)
 		if err != nil {
 			return fmt.Errorf("key %q: %w", id, err)
 		}
-		if t, ok := usage[k.ID]; ok && t.After(k.LastUsed) {
-			k.LastUsed = t
-		}
+		db.usage.Apply(&k)
 		return fn(storage.StoredKey{Key: k, Hash: storage.KeyHash(hash)})
 	})
 }
@@ -82,7 +90,7 @@ func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMes
 	byContent := make(map[[8]byte][][]byte)
 	if err := emails.ForEach(func(key, rec []byte) error {
 		if len(rec) < emailFixedLen || len(key) < 17 {
-			return fmt.Errorf("email %x: %w", key, errCorrupt)
+			return fmt.Errorf("email %x: %w", key, storage.ErrCorrupt)
 		}
 		ckey := [8]byte(recordContentKey(rec))
 		byContent[ckey] = append(byContent[ckey], key) // valid for the transaction
@@ -118,7 +126,7 @@ func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMes
 			return fmt.Errorf("content %x: %w", ckey, err)
 		}
 		if v := parts.Get(ckey); v != nil {
-			a, ok, err := decodeParts(v)
+			a, ok, err := storage.DecodeAttachments(v)
 			if err != nil {
 				return fmt.Errorf("attachments %x: %w", ckey, err)
 			}
@@ -153,14 +161,14 @@ func decodeStored(msg *storage.Message, rec, raw []byte) error {
 	msg.Headers = make([]storage.Header, 0, n)
 	for range n {
 		var name, value []byte
-		name, rest, _ = cutString(rest)
-		value, rest, _ = cutString(rest)
+		name, rest, _ = storage.CutString(rest)
+		value, rest, _ = storage.CutString(rest)
 		msg.Headers = append(msg.Headers, storage.Header{Name: string(name), Value: string(value)})
 	}
 	msg.Plain = string(cd.plain)
-	msg.Links = decodeLinks(cd.links)
 	msg.Raw = bytes.Clone(cd.raw)
-	return nil
+	msg.Links, err = storage.DecodeStrings(cd.links)
+	return err
 }
 
 // importBatch bounds what one import transaction writes: bbolt keeps a
@@ -284,8 +292,9 @@ func putKey(tx *bolt.Tx, sk storage.StoredKey) error {
 // importMessage encodes m, in the caller's goroutine, and returns what
 // writes it in a transaction.
 func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
-	if len(m.Emails) == 0 {
-		return nil, errors.New("a message without emails")
+	ids, err := m.Clean()
+	if err != nil {
+		return nil, err
 	}
 	type email struct {
 		inbox []byte
@@ -298,21 +307,13 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 	content, raw, sig := encodeContent(len(m.Emails), &m.Message)
 	emails := make([]email, len(m.Emails))
 	for i, e := range m.Emails {
-		id, err := storage.ParseID(e.ID)
-		if err != nil {
-			return nil, fmt.Errorf("email %q: %w", e.ID, err)
-		}
-		local := storage.LocalPart(e.To)
-		if !storage.StorableLocalPart(local) {
-			return nil, fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
-		}
 		e.From, e.FromName, e.Subject = m.Message.From, m.Message.FromName, m.Message.Subject
-		emails[i] = email{inbox: inboxName(local), at: e.ReceivedAt.UTC().Truncate(time.Millisecond), id: id,
-			rec: encodeEmail(&e, id, make([]byte, 8), sig)}
+		emails[i] = email{inbox: inboxName(storage.LocalPart(e.To)), at: e.ReceivedAt, id: ids[i],
+			rec: encodeEmail(&e, ids[i], make([]byte, 8), sig)}
 	}
 	var parts []byte
 	if m.Attachments != nil {
-		parts = encodeParts(*m.Attachments)
+		parts = storage.EncodeAttachments(*m.Attachments)
 	}
 	return func(tx *bolt.Tx) error {
 		contents, eb, ids := tx.Bucket(bucketContents), tx.Bucket(bucketEmails), tx.Bucket(bucketIDs)
@@ -360,20 +361,13 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 // inline: in the 'n' range when it was never retried, else in the 'r'
 // range with its due key.
 func importEvent(e storage.Event) (func(*bolt.Tx) error, error) {
-	id, err := storage.ParseID(e.Email.ID)
+	e, id, err := e.Clean()
 	if err != nil {
-		return nil, fmt.Errorf("event of email %q: %w", e.Email.ID, err)
-	}
-	if e.Hook == "" || strings.IndexByte(e.Hook, 0) >= 0 {
-		return nil, fmt.Errorf("event of email %s: unusable hook id %q", e.Email.ID, e.Hook)
+		return nil, err
 	}
 	hook := append([]byte(e.Hook), 0)
 	msg := encodeEventMsg(&storage.Message{From: e.Email.From, FromName: e.Email.FromName, Subject: e.Email.Subject, Body: e.Email.Body})
-	received := e.Email.ReceivedAt.UTC().Truncate(time.Millisecond)
-	next := e.Next.UTC().Truncate(time.Millisecond)
-	if next.IsZero() {
-		next = received
-	}
+	received, next := e.Email.ReceivedAt, e.Next
 	ident := eventKey(hook, received, id)
 	rec := encodeEventInline(e.Attempts, next, e.Email.To, msg)
 	return func(tx *bolt.Tx) error {

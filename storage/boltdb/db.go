@@ -21,8 +21,8 @@ import (
 const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
-// records.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// keys.go for keys and keyhashes; outbox.go for outbox and outboxnew.
+// codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
+// keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -88,8 +88,7 @@ type DB struct {
 
 	changes storage.Notifier // wakes the waiters of Changed
 
-	usageMu sync.Mutex
-	usage   map[string]time.Time // key id -> last use not yet written
+	usage storage.KeyUsage // key uses not yet written
 
 	stop    chan struct{}
 	flushed sync.WaitGroup
@@ -171,7 +170,6 @@ func Open(path string, opts Options) (*DB, error) {
 		maxPerInbox: opts.MaxPerInbox,
 		maxBytes:    opts.MaxBytes,
 		hooks:       hooks,
-		usage:       make(map[string]time.Time),
 		stop:        make(chan struct{}),
 	}
 	db.commits.Max = maxBatch
@@ -280,3 +278,15 @@ func (db *DB) flushUsageEvery(every time.Duration) {
 		}
 	}
 }
+
+// The optional interfaces DB implements, asserted so that a signature
+// that drifts from the contract fails the build rather than turn a type
+// assertion false (and its tests into skips). storage.Outbox is asserted
+// in outbox.go.
+var (
+	_ storage.Store       = (*DB)(nil)
+	_ storage.Checker     = (*DB)(nil)
+	_ storage.Snapshotter = (*DB)(nil)
+	_ storage.Exporter    = (*DB)(nil)
+	_ storage.Importer    = (*DB)(nil)
+)

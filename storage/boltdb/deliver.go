@@ -29,7 +29,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	d := &delivery{
-		received: db.now().UTC().Truncate(time.Millisecond),
+		received: storage.Milli(db.now()),
 		inboxes:  make([][]byte, len(to)),
 		times:    make([]time.Time, len(to)),
 		records:  make([][]byte, len(to)),

@@ -37,8 +37,9 @@ func (db *DB) Email(ctx context.Context, id string) (storage.Email, error) {
 // Raw returns the message with id as it was received, or ErrNotFound.
 func (db *DB) Raw(ctx context.Context, id string) ([]byte, error) {
 	var raw []byte
-	err := db.viewCold(ctx, id, func(c cold) {
+	err := db.viewCold(ctx, id, func(c cold) error {
 		raw = bytes.Clone(c.raw) // an old record's points into the transaction
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("raw %s: %w", id, err)
@@ -50,8 +51,10 @@ func (db *DB) Raw(ctx context.Context, id string) ([]byte, error) {
 // ErrNotFound.
 func (db *DB) Content(ctx context.Context, id string) (storage.Content, error) {
 	var out storage.Content
-	err := db.viewCold(ctx, id, func(c cold) {
-		out.Plain, out.Links = string(c.plain), decodeLinks(c.links)
+	err := db.viewCold(ctx, id, func(c cold) error {
+		links, err := storage.DecodeStrings(c.links)
+		out.Plain, out.Links = string(c.plain), links
+		return err
 	})
 	if err != nil {
 		return storage.Content{}, fmt.Errorf("content %s: %w", id, err)
@@ -61,7 +64,7 @@ func (db *DB) Content(ctx context.Context, id string) (storage.Content, error) {
 
 // viewCold calls fn, in a read transaction, with the cold section of the
 // message of email id.
-func (db *DB) viewCold(ctx context.Context, id string, fn func(cold)) error {
+func (db *DB) viewCold(ctx context.Context, id string, fn func(cold) error) error {
 	return db.view(ctx, id, func(tx *bolt.Tx, key, rec []byte) error {
 		ckey := recordContentKey(rec)
 		ct, err := decodeContent(tx.Bucket(bucketContents).Get(ckey))
@@ -72,8 +75,7 @@ func (db *DB) viewCold(ctx context.Context, id string, fn func(cold)) error {
 		if err != nil {
 			return err
 		}
-		fn(c)
-		return nil
+		return fn(c)
 	})
 }
 
@@ -166,7 +168,7 @@ func trimInbox(tx *bolt.Tx, inbox []byte, keep, most int) (int, error) {
 // reference to its content.
 func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 	if len(rec) < emailFixedLen {
-		return errCorrupt
+		return storage.ErrCorrupt
 	}
 	if err := tx.Bucket(bucketEmails).Delete(key); err != nil {
 		return err
@@ -182,7 +184,7 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 	c := contents.Get(ckey)
 	refs, n := contentRefs(c)
 	if n <= 0 {
-		return errCorrupt
+		return storage.ErrCorrupt
 	}
 	if refs <= 1 {
 		if err := contents.Delete(ckey); err != nil {
@@ -241,7 +243,7 @@ func (db *DB) withEmail(ctx context.Context, run func(func(*bolt.Tx) error) erro
 		}
 		rec := tx.Bucket(bucketEmails).Get(key)
 		if rec == nil {
-			return errCorrupt
+			return storage.ErrCorrupt
 		}
 		return fn(tx, key, rec)
 	})

@@ -34,10 +34,6 @@ func deliver(t testing.TB, db *DB, subject string, to ...string) []storage.Email
 	return got
 }
 
-func equal(a, b []string) bool {
-	return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b)
-}
-
 // TestDeleteFreesMessage: the content and raw records of a message go
 // with its last email, and deleting every email, one by one or by Clear
 // in steps of smallTx, leaves every bucket of mail empty and the file

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
-	"time"
 
 	"burner/storage"
 
@@ -72,13 +71,9 @@ func (db *DB) Keys(ctx context.Context) ([]storage.Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	db.usageMu.Lock()
 	for i := range out {
-		if t, ok := db.usage[out[i].ID]; ok {
-			out[i].LastUsed = t
-		}
+		db.usage.Apply(&out[i])
 	}
-	db.usageMu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Created.Equal(out[j].Created) {
 			return out[i].Created.Before(out[j].Created)
@@ -138,12 +133,7 @@ func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, erro
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("revoke key %q: %w", idOrName, err)
 	}
-	db.usageMu.Lock()
-	if t, ok := db.usage[k.ID]; ok {
-		k.LastUsed = t
-		delete(db.usage, k.ID)
-	}
-	db.usageMu.Unlock()
+	db.usage.Forget(&k)
 	return k, nil
 }
 
@@ -165,7 +155,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 		}
 		v := tx.Bucket(bucketKeys).Get(id)
 		if v == nil {
-			return errCorrupt
+			return storage.ErrCorrupt
 		}
 		var err error
 		k, _, err = decodeKey(id, v)
@@ -174,20 +164,16 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("authenticate: %w", err)
 	}
-	k.LastUsed = db.now().UTC().Truncate(time.Millisecond)
-	db.usageMu.Lock()
-	db.usage[k.ID] = k.LastUsed
-	db.usageMu.Unlock()
+	k.LastUsed = storage.Milli(db.now())
+	db.usage.Note(k.ID, k.LastUsed)
 	return k, nil
 }
 
-// flushUsage writes the "last used" times noted since the last flush. On
-// failure it keeps them for the next try.
+// flushUsage writes the "last used" times noted since the last flush,
+// each unless the file holds a later one. On failure it keeps them for the
+// next try.
 func (db *DB) flushUsage() error {
-	db.usageMu.Lock()
-	pending := db.usage
-	db.usage = make(map[string]time.Time)
-	db.usageMu.Unlock()
+	pending := db.usage.Take()
 	if len(pending) == 0 {
 		return nil
 	}
@@ -202,6 +188,9 @@ func (db *DB) flushUsage() error {
 			if err != nil {
 				return err
 			}
+			if !t.After(k.LastUsed) {
+				continue
+			}
 			k.LastUsed = t
 			if err := keys.Put([]byte(id), encodeKey(k, hash)); err != nil {
 				return err
@@ -210,13 +199,7 @@ func (db *DB) flushUsage() error {
 		return nil
 	})
 	if err != nil {
-		db.usageMu.Lock()
-		for id, t := range pending {
-			if _, newer := db.usage[id]; !newer {
-				db.usage[id] = t
-			}
-		}
-		db.usageMu.Unlock()
+		db.usage.Restore(pending)
 		return fmt.Errorf("flush key usage: %w", err)
 	}
 	return nil
@@ -269,13 +252,13 @@ func encodeKey(k storage.Key, hash []byte) []byte {
 func decodeKey(id, v []byte) (storage.Key, []byte, error) {
 	n, w := binary.Uvarint(v)
 	if w <= 0 || uint64(len(v)-w) < n+16+sha256.Size {
-		return storage.Key{}, nil, errCorrupt
+		return storage.Key{}, nil, storage.ErrCorrupt
 	}
 	k := storage.Key{ID: string(id), Name: string(v[w : w+int(n)])}
 	rest := v[w+int(n):]
-	k.Created = time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC()
+	k.Created = storage.FromMilli(int64(binary.BigEndian.Uint64(rest)))
 	if last := int64(binary.BigEndian.Uint64(rest[8:])); last != 0 {
-		k.LastUsed = time.UnixMilli(last).UTC()
+		k.LastUsed = storage.FromMilli(last)
 	}
 	hash := bytes.Clone(rest[16 : 16+sha256.Size])
 	scope, err := decodeScope(rest[16+sha256.Size:])
@@ -294,28 +277,28 @@ func decodeScope(b []byte) (storage.Scope, error) {
 		return storage.Scope{}, nil
 	}
 	if len(b) < 3 || b[0] != scopeVersion || b[1]&^scopeReadOnly != 0 {
-		return storage.Scope{}, errCorrupt
+		return storage.Scope{}, storage.ErrCorrupt
 	}
 	s := storage.Scope{ReadOnly: b[1]&scopeReadOnly != 0}
 	count, w := binary.Uvarint(b[2:])
 	if w <= 0 || count > uint64(len(b)) {
-		return storage.Scope{}, errCorrupt
+		return storage.Scope{}, storage.ErrCorrupt
 	}
 	b = b[2+w:]
 	for range count {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
-			return storage.Scope{}, errCorrupt
+			return storage.Scope{}, storage.ErrCorrupt
 		}
 		p := string(b[w : w+int(n)])
 		if c, err := storage.ParseInboxPattern(p); err != nil || c != p {
-			return storage.Scope{}, errCorrupt
+			return storage.Scope{}, storage.ErrCorrupt
 		}
 		s.Inboxes = append(s.Inboxes, p)
 		b = b[w+int(n):]
 	}
 	if len(b) != 0 {
-		return storage.Scope{}, errCorrupt
+		return storage.Scope{}, storage.ErrCorrupt
 	}
 	return s, nil
 }

@@ -184,8 +184,8 @@ func TestKeyScopeEncoding(t *testing.T) {
 		"empty pattern":        append(append([]byte{}, head...), 1, 0, 1, 0),
 		"trailing bytes":       append(append([]byte{}, head...), 1, 0, 0, 7),
 	} {
-		if got, _, err := decodeKey([]byte("id"), rec); !errors.Is(err, errCorrupt) {
-			t.Errorf("decodeKey with a scope section %s = %+v, %v; want errCorrupt", name, got, err)
+		if got, _, err := decodeKey([]byte("id"), rec); !errors.Is(err, storage.ErrCorrupt) {
+			t.Errorf("decodeKey with a scope section %s = %+v, %v; want storage.ErrCorrupt", name, got, err)
 		}
 	}
 	if got, _, err := decodeKey([]byte("id"), head); err != nil || len(got.Scope.Inboxes) != 0 || got.Scope.ReadOnly {

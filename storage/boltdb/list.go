@@ -73,11 +73,7 @@ func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error
 // not received strictly before t: the keys of the emails received before t
 // sort below it. Keys hold milliseconds, so it rounds t up to one.
 func beforeKey(prefix []byte, t time.Time) []byte {
-	ms := t.UnixMilli()
-	if t.After(time.UnixMilli(ms)) {
-		ms++
-	}
-	ms = max(ms, 0) // receivedAt is never before 1970
+	ms := max(storage.CeilMilli(t), 0) // receivedAt is never before 1970
 	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(ms))
 }
 
@@ -126,7 +122,7 @@ func (w *walk) next() (c candidate, ok bool, err error) {
 		}
 		ev, err := viewEmail(v)
 		if err != nil || len(k) < 17 {
-			return candidate{}, false, fmt.Errorf("email %x: %w", k, errCorrupt)
+			return candidate{}, false, fmt.Errorf("email %x: %w", k, storage.ErrCorrupt)
 		}
 		if !w.m.MatchSubject(ev.subject) { // the rest is the evaluator's
 			continue
@@ -152,7 +148,7 @@ func (w *walk) content(ckey []byte) ([]byte, error) {
 		k, v = w.contents.Seek(ckey)
 	}
 	if !bytes.Equal(k, ckey) {
-		return nil, errCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	return v, nil
 }

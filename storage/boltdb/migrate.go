@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"burner/storage"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,7 +26,7 @@ type migration struct {
 // A step must not use the helpers of the current layout for what it
 // reads, since the layout may change again after it.
 var migrations = [...]migration{
-	// 1 -> 2: from now on records may be compact (records.go, flagCompact);
+	// 1 -> 2: from now on records may be compact (codec.go, flagCompact);
 	// records of version 1 still read as they are, so nothing is rewritten.
 	// The step exists so that a burner that knows only version 1, and
 	// would misread a compact record, refuses the file instead.
@@ -86,7 +88,7 @@ func mergeOutbox(tx *bolt.Tx) error {
 	if msgs != nil {
 		if err := msgs.ForEach(func(k, v []byte) error {
 			if len(k) != 8 {
-				return fmt.Errorf("event message key %x: %w", k, errCorrupt)
+				return fmt.Errorf("event message key %x: %w", k, storage.ErrCorrupt)
 			}
 			return out.Put(append([]byte{0}, k...), bytes.Clone(v))
 		}); err != nil {
@@ -102,15 +104,15 @@ func mergeOutbox(tx *bolt.Tx) error {
 		if err := events.ForEach(func(k, v []byte) error {
 			i := bytes.IndexByte(k, 0)
 			if i <= 0 || len(k) != i+1+24 {
-				return fmt.Errorf("event key %x: %w", k, errCorrupt)
+				return fmt.Errorf("event key %x: %w", k, storage.ErrCorrupt)
 			}
 			v = bytes.Clone(v) // the bucket it is in goes
 			if len(v) < 1 || v[0] != 1 && v[0] != 2 {
-				return fmt.Errorf("event %x: %w", k, errCorrupt)
+				return fmt.Errorf("event %x: %w", k, storage.ErrCorrupt)
 			}
 			attempts, w := binary.Uvarint(v[1:])
 			if w <= 0 || len(v) < 1+w+8 {
-				return fmt.Errorf("event %x: %w", k, errCorrupt)
+				return fmt.Errorf("event %x: %w", k, storage.ErrCorrupt)
 			}
 			next, received := v[1+w:1+w+8], k[i+1:i+9]
 			key := append(append(bytes.Clone(k[:i+1]), 'n'), k[i+1:]...)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestMigrateSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got := storetest.ListSubjects(t, db, storage.Query{LocalPart: "alice"}); !equal(got, []string{"two", "one"}) {
+	if got := storetest.ListSubjects(t, db, storage.Query{LocalPart: "alice"}); !slices.Equal(got, []string{"two", "one"}) {
 		t.Errorf("alice's inbox after the migration: %v", got)
 	}
 }

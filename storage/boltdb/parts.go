@@ -34,7 +34,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 			return nil
 		}
 		var err error
-		a, ok, err = decodeParts(v)
+		a, ok, err = storage.DecodeAttachments(v)
 		return err
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 // read), and an error wrapping ErrFull when the file has no room for it, as
 // Deliver would: an index is a convenience, and mail comes first.
 func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachments) error {
-	v := encodeParts(a)
+	v := storage.EncodeAttachments(a)
 	if err := db.checkRoom(len(v)); err != nil {
 		return fmt.Errorf("put attachments %s: %w", id, err)
 	}
@@ -60,16 +60,4 @@ func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachmen
 		return fmt.Errorf("put attachments %s: %w", id, err)
 	}
 	return nil
-}
-
-// encodeParts and decodeParts are the shared encoding (storage.
-// EncodeAttachments), with damage reported as this engine's errCorrupt.
-func encodeParts(a storage.Attachments) []byte { return storage.EncodeAttachments(a) }
-
-func decodeParts(v []byte) (storage.Attachments, bool, error) {
-	a, ok, err := storage.DecodeAttachments(v)
-	if err != nil {
-		return storage.Attachments{}, false, fmt.Errorf("%w: %w", errCorrupt, err)
-	}
-	return a, ok, nil
 }

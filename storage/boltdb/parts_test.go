@@ -62,37 +62,6 @@ func TestAttachmentsDeletedWithMessage(t *testing.T) {
 	}
 }
 
-func TestCheckFindsDamagedParts(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		break_ func(tx *bolt.Tx) error
-		want   string
-	}{
-		{"stray index", func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketParts).Put(be64(999), encodeParts(storage.Attachments{}))
-		}, "attachment index 00000000000003e7 belongs to no message"},
-		{"damaged index", func(tx *bolt.Tx) error {
-			k, _ := tx.Bucket(bucketContents).Cursor().First()
-			return tx.Bucket(bucketParts).Put(k, []byte{1, 0, 0, 0, 5})
-		}, "corrupt record"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := openDB(t, Options{})
-			deliver(t, db, "one", "alice@x.org")
-			if err := db.bolt.Update(tc.break_); err != nil {
-				t.Fatal(err)
-			}
-			r, err := db.Check(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), tc.want) {
-				t.Errorf("Check found %q, want a problem saying %q", r.Problems, tc.want)
-			}
-		})
-	}
-}
-
 func TestPutAttachmentsFull(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, Options{MaxBytes: 1 << 20})

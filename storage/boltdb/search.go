@@ -149,8 +149,13 @@ func (ev *evaluator) eval(c candidate) (storage.Email, bool, error) {
 	if err != nil {
 		return storage.Email{}, false, fmt.Errorf("email %x: %w", v.id, err)
 	}
-	if needContent && (!ev.m.MatchText(ct.text) || ev.m.ReadsHeaders() && !matchHeaders(ev.m, ct.headers)) {
+	if needContent && !ev.m.MatchText(ct.text) {
 		return storage.Email{}, false, nil
+	}
+	if needContent && ev.m.ReadsHeaders() {
+		if ok, err := ev.m.MatchHeaders(ct.headers); err != nil || !ok {
+			return storage.Email{}, false, err
+		}
 	}
 	if ev.noBody {
 		return v.email(c.key), true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestListParallel(t *testing.T) {
 				want = append(want, s)
 			}
 		}
-		if got := storetest.ListSubjects(t, db, tc.q); !equal(got, want) {
+		if got := storetest.ListSubjects(t, db, tc.q); !slices.Equal(got, want) {
 			t.Errorf("List(%+v) = %d emails %.80q, want %d %.80q", tc.q, len(got), got, len(want), want)
 		}
 	}
@@ -80,12 +81,12 @@ func TestPrefilterReadsNoContent(t *testing.T) {
 		tc.q.LocalPart = "p"
 		got, err := db.List(context.Background(), tc.q)
 		if tc.corrupt {
-			if !errors.Is(err, errCorrupt) {
-				t.Errorf("List(%+v) = %q, %v; want errCorrupt", tc.q, storetest.Subjects(got), err)
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Errorf("List(%+v) = %q, %v; want storage.ErrCorrupt", tc.q, storetest.Subjects(got), err)
 			}
 			continue
 		}
-		if err != nil || !equal(storetest.Subjects(got), tc.want) {
+		if err != nil || !slices.Equal(storetest.Subjects(got), tc.want) {
 			t.Errorf("List(%+v) = %q, %v; want %q", tc.q, storetest.Subjects(got), err, tc.want)
 		}
 	}

@@ -147,7 +147,7 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 		if !hasB {
 			r.Problemf("message %s: its body is missing", id)
 		} else {
-			if _, err := decodeLinks(links); err != nil {
+			if _, err := storage.DecodeStrings(links); err != nil {
 				r.Problemf("message %s: the links do not decode", id)
 			}
 			var err error
@@ -155,7 +155,7 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 				r.Problemf("message %s: the raw source does not decompress: %v", id, err)
 			}
 			if att != nil {
-				if _, _, err := decodeParts(att); err != nil {
+				if _, _, err := storage.DecodeAttachments(att); err != nil {
 					r.Problemf("message %s: the attachment index does not decode", id)
 				}
 			}
@@ -224,5 +224,3 @@ func checkEvents(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	})
 	return err
 }
-
-var _ storage.Checker = (*DB)(nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"burner/storage/postgres"
+	"burner/storage/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,7 +15,9 @@ import (
 // kind of damage done to its rows is reported, and Check changes nothing.
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
-	src, _ := copySource(t)
+	cfg := storetest.CopyConfig()
+	src := openDB(t, testDatabase(t), postgres.Options{Now: cfg.Now, Hooks: cfg.Hooks})
+	storetest.FillCopySource(t, src, cfg)
 	r, err := src.Check(ctx)
 	if err != nil || !r.OK() {
 		t.Fatalf("Check of a sound database: %+v, %v", r, err)

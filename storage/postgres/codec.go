@@ -2,15 +2,13 @@ package postgres
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"strings"
 
 	"burner/storage"
 )
 
-// The lists of a message are bytea columns, each a uvarint count and then
-// uvarint-prefixed strings:
+// The lists of a message are bytea columns, encoded as every engine
+// encodes them (storage.AppendHeaders, storage.AppendStrings):
 //
 //	headers: name, value for each top-level header field: the name
 //	         lower-cased, the value folded (storage.AppendFold), so that
@@ -20,79 +18,16 @@ import (
 //
 // bytea, not text[]: header values come from mail and may hold NUL.
 
-var errCorrupt = errors.New("storage: corrupt record")
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func cutString(b []byte) (s, rest []byte, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) < n {
-		return nil, nil, false
-	}
-	return b[k : k+int(n)], b[k+int(n):], true
-}
-
+// encodeHeaders returns the header section (storage.AppendHeaders) of hs,
+// names lower-cased and values folded.
 func encodeHeaders(hs []storage.Header) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(hs)))
 	var folded []byte
 	for _, h := range hs {
 		folded = storage.AppendFold(folded[:0], h.Value)
-		b = appendString(appendString(b, strings.ToLower(h.Name)), string(folded))
+		b = storage.AppendString(storage.AppendString(b, strings.ToLower(h.Name)), folded)
 	}
 	return b
-}
-
-// matchHeaders reports whether a header field of the encoded section
-// matches the header filter of m.
-func matchHeaders(m *storage.Matcher, section []byte) (bool, error) {
-	n, k := binary.Uvarint(section)
-	if k <= 0 {
-		return false, errCorrupt
-	}
-	rest := section[k:]
-	for range n {
-		var name, value []byte
-		var ok bool
-		if name, rest, ok = cutString(rest); !ok {
-			return false, errCorrupt
-		}
-		if value, rest, ok = cutString(rest); !ok {
-			return false, errCorrupt
-		}
-		if m.MatchHeader(name, value) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func encodeLinks(links []string) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(links)))
-	for _, l := range links {
-		b = appendString(b, l)
-	}
-	return b
-}
-
-func decodeLinks(b []byte) ([]string, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return nil, errCorrupt
-	}
-	rest := b[k:]
-	var out []string
-	for range n {
-		var l []byte
-		var ok bool
-		if l, rest, ok = cutString(rest); !ok {
-			return nil, errCorrupt
-		}
-		out = append(out, string(l))
-	}
-	return out, nil
 }
 
 // foldedSender is what the search terms look at besides the subject and
@@ -120,17 +55,4 @@ func bytesOf(s *string) []byte {
 		return nil
 	}
 	return []byte(*s)
-}
-
-// An attachment index (messages.attachments) is encoded as every engine
-// encodes it (storage.EncodeAttachments), so that `burner copy` moves it
-// as it is; damage is reported as this engine's errCorrupt.
-func encodeParts(a storage.Attachments) []byte { return storage.EncodeAttachments(a) }
-
-func decodeParts(v []byte) (storage.Attachments, bool, error) {
-	a, ok, err := storage.DecodeAttachments(v)
-	if err != nil {
-		return storage.Attachments{}, false, fmt.Errorf("%w: %w", errCorrupt, err)
-	}
-	return a, ok, nil
 }

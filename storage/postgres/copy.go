@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"burner/storage"
 
@@ -65,17 +63,17 @@ func (db *DB) exportKeys(ctx context.Context, tx pgx.Tx, fn func(storage.StoredK
 			return sk, err
 		}
 		if len(hash) != len(sk.Hash) {
-			return sk, fmt.Errorf("key %q: a hash of %d bytes: %w", k.Name, len(hash), errCorrupt)
+			return sk, fmt.Errorf("key %q: a hash of %d bytes: %w", k.Name, len(hash), storage.ErrCorrupt)
 		}
 		copy(sk.Hash[:], hash)
 		if len(k.Scope.Inboxes) == 0 {
 			k.Scope.Inboxes = nil
 		}
-		k.Created = time.UnixMilli(created).UTC()
+		k.Created = storage.FromMilli(created)
 		if last != 0 {
-			k.LastUsed = time.UnixMilli(last).UTC()
+			k.LastUsed = storage.FromMilli(last)
 		}
-		db.withUsage(k)
+		db.keys.usage.Apply(k)
 		return sk, nil
 	})
 	if err != nil {
@@ -132,7 +130,7 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 			return err
 		}
 		if mID == nil || bID == nil {
-			return fmt.Errorf("message %s of email %s: %w: its row is missing", msgID, ids[0], errCorrupt)
+			return fmt.Errorf("message %s of email %s: %w: its row is missing", msgID, ids[0], storage.ErrCorrupt)
 		}
 		m := &storage.StoredMessage{Message: storage.Message{
 			From: string(from), FromName: string(fromName), Subject: stringPtr(subject), Body: stringPtr(body),
@@ -146,14 +144,14 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 		if m.Message.Headers, err = decodeHeaders(headers); err != nil {
 			return fmt.Errorf("message %s: headers: %w", msgID, err)
 		}
-		if m.Message.Links, err = decodeLinks(links); err != nil {
+		if m.Message.Links, err = storage.DecodeStrings(links); err != nil {
 			return fmt.Errorf("message %s: links: %w", msgID, err)
 		}
 		if m.Message.Raw, err = db.zdec.DecodeAll(raw, []byte{}); err != nil {
-			return fmt.Errorf("message %s: raw source: %w: %v", msgID, errCorrupt, err)
+			return fmt.Errorf("message %s: raw source: %w: %v", msgID, storage.ErrCorrupt, err)
 		}
 		if att != nil {
-			a, ok, err := decodeParts(att)
+			a, ok, err := storage.DecodeAttachments(att)
 			if err != nil {
 				return fmt.Errorf("message %s: attachments: %w", msgID, err)
 			}
@@ -164,7 +162,7 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 		m.Emails = make([]storage.Email, len(ids))
 		for i, id := range ids {
 			m.Emails[i] = storage.Email{
-				ID: id.String(), To: string(tos[i]), ReceivedAt: time.UnixMilli(times[i]).UTC(), Read: reads[i],
+				ID: id.String(), To: string(tos[i]), ReceivedAt: storage.FromMilli(times[i]), Read: reads[i],
 				From: m.Message.From, FromName: m.Message.FromName, Subject: m.Message.Subject, Body: m.Message.Body,
 			}
 		}
@@ -180,18 +178,18 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 func decodeHeaders(b []byte) ([]storage.Header, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)) {
-		return nil, errCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	rest := b[k:]
 	hs := make([]storage.Header, 0, n)
 	for range n {
 		var name, value []byte
 		var ok bool
-		if name, rest, ok = cutString(rest); !ok {
-			return nil, errCorrupt
+		if name, rest, ok = storage.CutString(rest); !ok {
+			return nil, storage.ErrCorrupt
 		}
-		if value, rest, ok = cutString(rest); !ok {
-			return nil, errCorrupt
+		if value, rest, ok = storage.CutString(rest); !ok {
+			return nil, storage.ErrCorrupt
 		}
 		hs = append(hs, storage.Header{Name: string(name), Value: string(value)})
 	}
@@ -221,13 +219,13 @@ func exportEvents(ctx context.Context, tx pgx.Tx, fn func(storage.Event) error) 
 			return err
 		}
 		if !found {
-			return fmt.Errorf("event of email %s for hook %s: %w: its message is missing", id, ev.Hook, errCorrupt)
+			return fmt.Errorf("event of email %s for hook %s: %w: its message is missing", id, ev.Hook, storage.ErrCorrupt)
 		}
 		ev.Email = storage.Email{
 			ID: id.String(), To: string(to), From: string(from), FromName: string(fromName),
-			Subject: stringOf(subj), Body: stringOf(body), ReceivedAt: time.UnixMilli(received).UTC(),
+			Subject: stringOf(subj), Body: stringOf(body), ReceivedAt: storage.FromMilli(received),
 		}
-		ev.Next = time.UnixMilli(next).UTC()
+		ev.Next = storage.FromMilli(next)
 		if err := fn(ev); err != nil {
 			return err
 		}
@@ -365,21 +363,13 @@ func (b *importRows) addKey(sk storage.StoredKey) error {
 // addMessage encodes m, in the caller's goroutine, as Deliver does: the
 // message's id is that of its first email.
 func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
-	if len(m.Emails) == 0 {
-		return errors.New("a message without emails")
+	ids, err := m.Clean()
+	if err != nil {
+		return err
 	}
-	ids := make([]uuid.UUID, len(m.Emails))
 	inboxes := make([]string, len(m.Emails))
 	for i, e := range m.Emails {
-		id, err := storage.ParseID(e.ID)
-		if err != nil {
-			return fmt.Errorf("email %q: %w", e.ID, err)
-		}
-		local := storage.LocalPart(e.To)
-		if !storage.StorableLocalPart(local) {
-			return fmt.Errorf("email %s to %q: invalid local part", e.ID, e.To)
-		}
-		ids[i], inboxes[i] = id, storage.InboxName(local)
+		inboxes[i] = storage.InboxName(storage.LocalPart(e.To))
 	}
 	// Message.Text is the search text as stored, which AppendSearchText
 	// in messageRow gives back as it is; the headers, lower-cased and
@@ -388,14 +378,14 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 	b.msgs = append(b.msgs, row)
 	var att []byte
 	if m.Attachments != nil {
-		att = encodeParts(*m.Attachments)
+		att = storage.EncodeAttachments(*m.Attachments)
 	}
 	b.attachments = append(b.attachments, att)
 	for i, e := range m.Emails {
 		b.emailIDs = append(b.emailIDs, ids[i])
 		b.emailMsgs = append(b.emailMsgs, ids[0])
 		b.emailInboxes = append(b.emailInboxes, inboxes[i])
-		b.emailTimes = append(b.emailTimes, e.ReceivedAt.UTC().Truncate(time.Millisecond).UnixMilli())
+		b.emailTimes = append(b.emailTimes, e.ReceivedAt.UnixMilli())
 		b.emailTo = append(b.emailTo, []byte(e.To))
 		b.emailRead = append(b.emailRead, e.Read)
 		b.emailSig = append(b.emailSig, row.sig)
@@ -411,18 +401,11 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 // the events of one email to several hooks share it, as the events of a
 // delivery do.
 func (b *importRows) addEvent(e storage.Event) error {
-	id, err := storage.ParseID(e.Email.ID)
+	e, id, err := e.Clean()
 	if err != nil {
-		return fmt.Errorf("event of email %q: %w", e.Email.ID, err)
+		return err
 	}
-	if e.Hook == "" || strings.IndexByte(e.Hook, 0) >= 0 {
-		return fmt.Errorf("event of email %s: unusable hook id %q", e.Email.ID, e.Hook)
-	}
-	received := e.Email.ReceivedAt.UTC().Truncate(time.Millisecond).UnixMilli()
-	next := received
-	if !e.Next.IsZero() {
-		next = e.Next.UnixMilli()
-	}
+	received, next := e.Email.ReceivedAt.UnixMilli(), e.Next.UnixMilli()
 	b.evHooks = append(b.evHooks, e.Hook)
 	b.evEmails = append(b.evEmails, id)
 	b.evTimes = append(b.evTimes, received)
@@ -494,8 +477,3 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 	}
 	return tx.SendBatch(ctx, &batch).Close()
 }
-
-var (
-	_ storage.Exporter = (*DB)(nil)
-	_ storage.Importer = (*DB)(nil)
-)

@@ -174,7 +174,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		waited:      make(map[string]struct{}),
 		zenc:        zenc,
 		zdec:        zdec,
-		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey), usage: make(map[string]time.Time)},
+		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey)},
 		hooks:       hooks,
 	}
 	db.commits.Max = maxBatch
@@ -290,3 +290,15 @@ func unavailable(err error) error {
 	}
 	return err
 }
+
+// The optional interfaces DB implements, asserted so that a signature
+// that drifts from the contract fails the build rather than turn a type
+// assertion false (and its tests into skips). storage.Outbox is asserted
+// in outbox.go.
+var (
+	_ storage.Store    = (*DB)(nil)
+	_ storage.Checker  = (*DB)(nil)
+	_ storage.Exporter = (*DB)(nil)
+	_ storage.Importer = (*DB)(nil)
+	_ storage.Sessions = (*DB)(nil)
+)

@@ -33,7 +33,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		return nil, errors.New("deliver: no recipients")
 	}
 	d := &delivery{
-		received: db.now().UTC().Truncate(time.Millisecond).UnixMilli(),
+		received: storage.Milli(db.now()).UnixMilli(),
 		inboxes:  make([]string, len(to)),
 		times:    make([]int64, len(to)),
 		ids:      make([]uuid.UUID, len(to)),
@@ -62,7 +62,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	}
 	emails := make([]storage.Email, len(to))
 	for i, addr := range to {
-		emails[i] = msg.Email(d.ids[i].String(), addr, time.UnixMilli(d.times[i]).UTC())
+		emails[i] = msg.Email(d.ids[i].String(), addr, storage.FromMilli(d.times[i]))
 		db.notify(d.inboxes[i])
 	}
 	db.notifyEvents(d.events)
@@ -102,7 +102,7 @@ func (db *DB) messageRow(id uuid.UUID, msg *storage.Message) messageRow {
 		search,
 		encodeHeaders(msg.Headers),
 		[]byte(msg.Plain),
-		encodeLinks(msg.Links),
+		storage.AppendStrings(nil, msg.Links),
 		db.zenc.EncodeAll(msg.Raw, make([]byte, 0, len(msg.Raw)/2+64)),
 	}}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"burner/storage"
 
@@ -39,7 +38,7 @@ func (db *DB) email(ctx context.Context, id string) (storage.Email, error) {
 		return storage.Email{}, notFound(err)
 	}
 	e.ID, e.To, e.From, e.FromName = uid.String(), string(to), string(from), string(fromName)
-	e.Subject, e.Body, e.ReceivedAt = stringPtr(subj), stringPtr(body), time.UnixMilli(at).UTC()
+	e.Subject, e.Body, e.ReceivedAt = stringPtr(subj), stringPtr(body), storage.FromMilli(at)
 	return e, nil
 }
 
@@ -80,7 +79,7 @@ func (db *DB) raw(ctx context.Context, id string) ([]byte, error) {
 	}
 	raw, err := db.zdec.DecodeAll(z, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", storage.ErrCorrupt, err)
 	}
 	if raw == nil {
 		raw = []byte{}
@@ -100,7 +99,7 @@ func (db *DB) Content(ctx context.Context, id string) (storage.Content, error) {
 		return storage.Content{}, fmt.Errorf("content %s: %w", id, db.fail(notFound(err)))
 	}
 	c := storage.Content{Plain: string(plain)}
-	if c.Links, err = decodeLinks(links); err != nil {
+	if c.Links, err = storage.DecodeStrings(links); err != nil {
 		return storage.Content{}, fmt.Errorf("content %s: %w", id, err)
 	}
 	return c, nil
@@ -206,7 +205,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 	if b == nil {
 		return storage.Attachments{}, false, nil
 	}
-	a, ok, err := decodeParts(b)
+	a, ok, err := storage.DecodeAttachments(b)
 	if err != nil {
 		return storage.Attachments{}, false, fmt.Errorf("attachments %s: %w", id, err)
 	}
@@ -218,7 +217,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 // email with id, and an error wrapping ErrFull past Options.MaxBytes.
 func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachments) error {
 	uid, err := parseID(ctx, id)
-	b := encodeParts(a)
+	b := storage.EncodeAttachments(a)
 	if err == nil {
 		err = db.checkRoom(ctx, len(b), false)
 	}

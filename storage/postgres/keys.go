@@ -19,7 +19,7 @@ import (
 type keyCache struct {
 	mu      sync.Mutex
 	checked map[storage.KeyHash]cachedKey
-	usage   map[string]time.Time // key id -> last use not yet written
+	usage   storage.KeyUsage
 }
 
 type cachedKey struct {
@@ -45,9 +45,9 @@ func scanKey(row pgx.Row) (storage.Key, error) {
 	if len(k.Scope.Inboxes) == 0 {
 		k.Scope.Inboxes = nil
 	}
-	k.Created = time.UnixMilli(created).UTC()
+	k.Created = storage.FromMilli(created)
 	if last != 0 {
-		k.LastUsed = time.UnixMilli(last).UTC()
+		k.LastUsed = storage.FromMilli(last)
 	}
 	return k, nil
 }
@@ -92,13 +92,9 @@ func (db *DB) Keys(ctx context.Context) ([]storage.Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", db.fail(err))
 	}
-	db.keys.mu.Lock()
 	for i := range out {
-		if t, ok := db.keys.usage[out[i].ID]; ok && t.After(out[i].LastUsed) {
-			out[i].LastUsed = t
-		}
+		db.keys.usage.Apply(&out[i])
 	}
-	db.keys.mu.Unlock()
 	return out, nil
 }
 
@@ -111,17 +107,8 @@ func (db *DB) Key(ctx context.Context, id string) (storage.Key, error) {
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("key %q: %w", id, db.fail(notFound(err)))
 	}
-	db.withUsage(&k)
+	db.keys.usage.Apply(&k)
 	return k, nil
-}
-
-// withUsage sets k's LastUsed to a later use held in memory.
-func (db *DB) withUsage(k *storage.Key) {
-	db.keys.mu.Lock()
-	if t, ok := db.keys.usage[k.ID]; ok && t.After(k.LastUsed) {
-		k.LastUsed = t
-	}
-	db.keys.mu.Unlock()
 }
 
 // RevokeKey deletes the key whose id, or else whose name, is idOrName, and
@@ -137,11 +124,8 @@ func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, erro
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("revoke key %q: %w", idOrName, db.fail(notFound(err)))
 	}
+	db.keys.usage.Forget(&k)
 	db.keys.mu.Lock()
-	if t, ok := db.keys.usage[k.ID]; ok {
-		k.LastUsed = t
-		delete(db.keys.usage, k.ID)
-	}
 	for h, c := range db.keys.checked {
 		if c.key.ID == k.ID {
 			delete(db.keys.checked, h)
@@ -164,7 +148,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 		return storage.Key{}, fmt.Errorf("authenticate: %w", storage.ErrNotFound)
 	}
 	hash := storage.HashSecret(secret)
-	now := db.now().UTC().Truncate(time.Millisecond)
+	now := storage.Milli(db.now())
 	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash[:]))
 	err = db.fail(notFound(err))
 	db.keys.mu.Lock()
@@ -184,7 +168,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	}
 	k.LastUsed = now
 	if !db.readOnly { // inspection writes nothing, usage included
-		db.keys.usage[k.ID] = now
+		db.keys.usage.Note(k.ID, now)
 	}
 	return k, nil
 }
@@ -207,9 +191,8 @@ func (db *DB) flushUsageEvery(ctx context.Context, every time.Duration) {
 // flushUsage writes the "last used" times noted since the last flush, in
 // one statement. On failure it keeps them for the next try.
 func (db *DB) flushUsage(ctx context.Context) error {
+	pending := db.keys.usage.Take()
 	db.keys.mu.Lock()
-	pending := db.keys.usage
-	db.keys.usage = make(map[string]time.Time)
 	// The outage cache only needs keys checked recently.
 	for h, c := range db.keys.checked {
 		if time.Since(c.at) > outageGrace {
@@ -229,13 +212,7 @@ func (db *DB) flushUsage(ctx context.Context) error {
 	_, err := db.pool.Exec(ctx, `UPDATE keys SET last_used = greatest(keys.last_used, u.t)
 		FROM unnest($1::text[], $2::bigint[]) AS u(id, t) WHERE keys.id = u.id`, ids, times)
 	if err != nil {
-		db.keys.mu.Lock()
-		for id, t := range pending {
-			if _, newer := db.keys.usage[id]; !newer {
-				db.keys.usage[id] = t
-			}
-		}
-		db.keys.mu.Unlock()
+		db.keys.usage.Restore(pending)
 		return fmt.Errorf("flush key usage: %w", db.fail(err))
 	}
 	return nil

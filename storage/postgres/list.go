@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"burner/storage"
@@ -60,10 +59,10 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	sql.WriteString(` FROM emails e JOIN messages m ON m.id = e.message WHERE e.inbox = $1`)
 	if !q.Since.IsZero() {
 		// Strictly after Since: receivedAt holds whole milliseconds.
-		fmt.Fprintf(&sql, ` AND e.received_at > %s`, arg(floorMilli(q.Since)))
+		fmt.Fprintf(&sql, ` AND e.received_at > %s`, arg(storage.FloorMilli(q.Since)))
 	}
 	if !q.Before.IsZero() {
-		fmt.Fprintf(&sql, ` AND e.received_at < %s`, arg(ceilMilli(q.Before)))
+		fmt.Fprintf(&sql, ` AND e.received_at < %s`, arg(storage.CeilMilli(q.Before)))
 	}
 	for _, c := range []struct {
 		id string
@@ -114,7 +113,7 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	if q.Header != nil {
 		// The name as encoded, with its length before it: a field of
 		// that name, or by chance a value that holds the same bytes.
-		name := appendString(nil, strings.ToLower(q.Header.Name))
+		name := storage.AppendString(nil, strings.ToLower(q.Header.Name))
 		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.headers) > 0 AND position(%s::bytea in m.headers) > 0`, arg(name), arg([]byte(storage.Fold(q.Header.Value))))
 	}
 	base := sql.String()
@@ -191,7 +190,7 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 			if ok && needText {
 				ok = m.MatchText(search)
 				if ok && m.ReadsHeaders() {
-					if ok, err = matchHeaders(m, headers); err != nil {
+					if ok, err = m.MatchHeaders(headers); err != nil {
 						rows.Close()
 						return nil, fmt.Errorf("email %s: %w", id, err)
 					}
@@ -201,7 +200,7 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 				continue
 			}
 			e.ID, e.To, e.From, e.FromName = id.String(), string(to), string(from), string(fromName)
-			e.Subject, e.ReceivedAt = stringPtr(subj), time.UnixMilli(at).UTC()
+			e.Subject, e.ReceivedAt = stringPtr(subj), storage.FromMilli(at)
 			if !q.NoBody {
 				e.Body = stringPtr(body)
 			}
@@ -246,22 +245,4 @@ func (db *DB) position(ctx context.Context, inbox, id string) (at, seq int64, er
 		return 0, 0, storage.ErrNotFound
 	}
 	return at, seq, err
-}
-
-// floorMilli returns t in unix ms, rounded down.
-func floorMilli(t time.Time) int64 {
-	ms := t.UnixMilli()
-	if t.Before(time.UnixMilli(ms)) {
-		ms--
-	}
-	return ms
-}
-
-// ceilMilli returns t in unix ms, rounded up.
-func ceilMilli(t time.Time) int64 {
-	ms := t.UnixMilli()
-	if t.After(time.UnixMilli(ms)) {
-		ms++
-	}
-	return ms
 }

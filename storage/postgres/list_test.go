@@ -2,8 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"burner/storage"
@@ -60,7 +60,7 @@ func TestFiltersAsBolt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("List(%+v): %v", q, err)
 		}
-		if fmt.Sprint(names(got)) != fmt.Sprint(names(want)) {
+		if !slices.Equal(names(got), names(want)) {
 			t.Errorf("List(%+v) = %q, want %q as bbolt answers", q, names(got), names(want))
 		}
 	}

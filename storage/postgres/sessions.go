@@ -51,7 +51,7 @@ func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Ti
 	if err != nil {
 		return storage.Session{}, fmt.Errorf("session: %w", db.fail(notFound(err)))
 	}
-	s.Expires = time.UnixMilli(expires).UTC()
+	s.Expires = storage.FromMilli(expires)
 	return s, nil
 }
 
@@ -91,5 +91,3 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, er
 	}
 	return int(tag.RowsAffected()), nil
 }
-
-var _ storage.Sessions = (*DB)(nil)

@@ -11,8 +11,9 @@ import (
 	"burner/storage/postgres"
 )
 
-// TestSessions: UI sessions kept in the database (storage.Sessions), seen
-// by every node, ending at expiry, logout and revocation of their key.
+// TestSessions: UI sessions kept in the database (storage.Sessions) are
+// seen by every node: made on one, touched, ended and revoked on either.
+// storetest's Sessions case covers one node.
 func TestSessions(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)
@@ -24,9 +25,6 @@ func TestSessions(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	h := storage.SessionHash(sha256.Sum256([]byte("token")))
-	if err := a.CreateSession(ctx, storage.SessionHash{1}, "no-such-key", now.Add(time.Hour)); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("CreateSession for a key that does not exist: %v, want ErrNotFound", err)
-	}
 	if err := a.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +32,7 @@ func TestSessions(t *testing.T) {
 	if err != nil || s.KeyID != k.ID || !s.Expires.Equal(now.Add(time.Hour)) {
 		t.Fatalf("Session on B = %+v, %v; want key %s until %v", s, err, k.ID, now.Add(time.Hour))
 	}
-	if _, err := b.Session(ctx, h, now.Add(time.Hour)); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Session at its end: %v, want ErrNotFound", err)
-	}
-	// A later touch wins over an earlier one, in either order.
+	// A later touch wins over an earlier one, whichever node makes it.
 	if err := b.TouchSession(ctx, h, now.Add(3*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +40,7 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s, err := a.Session(ctx, h, now); err != nil || !s.Expires.Equal(now.Add(3*time.Hour)) {
-		t.Errorf("Session after touches to +3h then +2h = %+v, %v; want the end at +3h", s, err)
-	}
-	if n, err := a.DeleteExpiredSessions(ctx, now.Add(2*time.Hour)); err != nil || n != 0 {
-		t.Errorf("DeleteExpiredSessions before the end = %d, %v; want 0", n, err)
-	}
-	if n, err := a.DeleteExpiredSessions(ctx, now.Add(3*time.Hour)); err != nil || n != 1 {
-		t.Errorf("DeleteExpiredSessions at the end = %d, %v; want 1", n, err)
-	}
-
-	if err := a.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
-		t.Fatal(err)
+		t.Errorf("Session after touches to +3h on B then +2h on A = %+v, %v; want the end at +3h", s, err)
 	}
 	if err := b.DeleteSession(ctx, h); err != nil {
 		t.Fatal(err)
@@ -70,6 +55,6 @@ func TestSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
-		t.Errorf("Session after its key was revoked: %v, want ErrNotFound", err)
+		t.Errorf("Session after its key was revoked on the other node: %v, want ErrNotFound", err)
 	}
 }

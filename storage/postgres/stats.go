@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"burner/storage"
 )
@@ -28,7 +27,7 @@ func (db *DB) Stats(ctx context.Context) (storage.Stats, error) {
 		return storage.Stats{}, fmt.Errorf("stats: %w", db.fail(err))
 	}
 	if oldest != nil {
-		st.Oldest = time.UnixMilli(*oldest).UTC()
+		st.Oldest = storage.FromMilli(*oldest)
 	}
 	return st, nil
 }
@@ -52,7 +51,7 @@ func (db *DB) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 		if err := rows.Scan(&in.Name, &in.Emails, &newest); err != nil {
 			return nil, fmt.Errorf("inboxes: %w", err)
 		}
-		in.Newest = time.UnixMilli(newest).UTC()
+		in.Newest = storage.FromMilli(newest)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
@@ -97,7 +96,7 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 	}()
 	total := 0
 	if db.maxAge > 0 {
-		cutoff := ceilMilli(db.now().Add(-db.maxAge)) // received_at < cutoff, to the nanosecond
+		cutoff := storage.CeilMilli(db.now().Add(-db.maxAge)) // received_at < cutoff, to the nanosecond
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err

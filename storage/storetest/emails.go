@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func testListFilters(t *testing.T, open Opener) {
 		{storage.Query{Terms: []string{"bank", "confirm"}}, nil},
 	} {
 		tc.q.LocalPart = "in"
-		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -107,7 +108,7 @@ func testClear(t *testing.T, open Opener) {
 	if got := ListSubjects(t, db, storage.Query{LocalPart: "bulk"}); len(got) != 0 {
 		t.Errorf("List after Clear = %q, want none", got)
 	}
-	if got := ListSubjects(t, db, storage.Query{LocalPart: "bulk+1"}); !equal(got, []string{"other"}) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "bulk+1"}); !slices.Equal(got, []string{"other"}) {
 		t.Errorf("List(bulk+1) after clearing bulk = %q, want [other]", got)
 	}
 	if raw, err := db.Raw(context.Background(), kept[0].ID); err != nil || len(raw) == 0 {
@@ -179,7 +180,7 @@ func testListAfterAndHeader(t *testing.T, open Opener) {
 		{storage.Query{Header: &storage.Header{Name: "X-Test-Run", Value: "run 0"}, AfterID: es[0].ID}, []string{"m2"}},
 	} {
 		tc.q.LocalPart = "h"
-		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -223,7 +224,7 @@ func testContent(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	got, err := db.Content(context.Background(), e[0].ID)
-	if err != nil || got.Plain != msg.Plain || fmt.Sprint(got.Links) != fmt.Sprint(msg.Links) {
+	if err != nil || got.Plain != msg.Plain || !slices.Equal(got.Links, msg.Links) {
 		t.Errorf("Content = %+v, %v; want plain %q and links %q", got, err, msg.Plain, msg.Links)
 	}
 	if _, err := db.Content(context.Background(), "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"); !errors.Is(err, storage.ErrNotFound) {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"burner/storage"
@@ -31,7 +32,7 @@ func testHeaderAsReceived(t *testing.T, open Opener) {
 		{storage.Header{Name: "X-Test-Run", Value: "RUN 0"}, []string{"m0"}},
 		{storage.Header{Name: "Received", Value: ""}, nil},
 	} {
-		if got := ListSubjects(t, db, storage.Query{LocalPart: "h", Header: &tc.h}); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, storage.Query{LocalPart: "h", Header: &tc.h}); !slices.Equal(got, tc.want) {
 			t.Errorf("List(header %v) = %q, want %q", tc.h, got, tc.want)
 		}
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,7 +43,7 @@ func testListOrderAndIsolation(t *testing.T, open Opener) {
 		{storage.Query{LocalPart: "alice", Since: time.Unix(1_700_000_001, 1_000_000)}, []string{"a4"}},
 		{storage.Query{LocalPart: "alice", Since: time.Unix(1_700_000_001, 2_000_000)}, nil},
 	} {
-		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -76,7 +77,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 		{storage.Query{Before: ms(40), Subject: "M1"}, []string{"m1"}},
 	} {
 		tc.q.LocalPart = "p"
-		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}
@@ -95,7 +96,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 		seen = append(seen, Subjects(page)...)
 		q.Before = page[len(page)-1].ReceivedAt
 	}
-	if want := []string{"m4", "m3", "m2", "m1", "m0"}; !equal(seen, want) {
+	if want := []string{"m4", "m3", "m2", "m1", "m0"}; !slices.Equal(seen, want) {
 		t.Errorf("paging with Before read %q, want %q", seen, want)
 	}
 }
@@ -135,7 +136,7 @@ func testReceivedAtIncreases(t *testing.T, open Opener) {
 			t.Errorf("Email(%s) = %v, %v; want the ReceivedAt Deliver returned, %v", tc.e.ID, stored.ReceivedAt, err, tc.e.ReceivedAt)
 		}
 	}
-	if got := ListSubjects(t, db, storage.Query{LocalPart: "r", Since: base.Add(2 * time.Millisecond)}); !equal(got, []string{"c"}) {
+	if got := ListSubjects(t, db, storage.Query{LocalPart: "r", Since: base.Add(2 * time.Millisecond)}); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("List since the newest but one = %q, want [c]", got)
 	}
 }
@@ -231,7 +232,7 @@ func testFilterLiterals(t *testing.T, open Opener) {
 		{storage.Query{Subject: "i̇stanbul"}, []string{"İstanbul"}},
 	} {
 		tc.q.LocalPart = "lit"
-		if got := ListSubjects(t, db, tc.q); !equal(got, tc.want) {
+		if got := ListSubjects(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
 		}
 	}

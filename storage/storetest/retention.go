@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -30,11 +32,11 @@ func testSweepMany(t *testing.T, open Opener) {
 		t.Fatalf("Sweep = %d, %v; want %d deleted", n, err, old)
 	}
 	for _, in := range []string{"in0", "in1"} {
-		if got := ListSubjects(t, db, storage.Query{LocalPart: in}); !equal(got, []string{"young"}) {
+		if got := ListSubjects(t, db, storage.Query{LocalPart: in}); !slices.Equal(got, []string{"young"}) {
 			t.Errorf("List(%s) after Sweep = %q, want [young]", in, got)
 		}
 	}
-	if got := inboxCounts(t, db); fmt.Sprint(got) != "map[in0:1 in1:1]" {
+	if got := inboxCounts(t, db); !maps.Equal(got, map[string]int{"in0": 1, "in1": 1}) {
 		t.Errorf("Inboxes counts after Sweep = %v, want in0:1 in1:1 and in2 gone", got)
 	}
 	if n, err := db.Sweep(ctx); n != 0 || err != nil {

@@ -10,7 +10,6 @@ package storetest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +64,12 @@ func Run(t *testing.T, open Opener) {
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 		{"Outbox", testOutbox}, // outbox.go; skipped for a store without storage.Outbox
+		// copy.go; skipped for a store without storage.Exporter and storage.Importer
+		{"Copy", testCopy},
+		{"ImportRefusesKeys", testImportRefusesKeys},
+		{"ExportStops", testExportStops},
+		{"CopyKeepsLaterUse", testCopyKeepsLaterUse},
+		{"Sessions", testSessions}, // sessions.go; skipped for a store without storage.Sessions
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
@@ -146,8 +151,4 @@ func ListSubjects(t *testing.T, db storage.Store, q storage.Query) []string {
 		t.Fatalf("List(%+v): %v", q, err)
 	}
 	return Subjects(got)
-}
-
-func equal(a, b []string) bool {
-	return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b)
 }

@@ -1,0 +1,174 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// The pieces of a record that every engine encodes alike: strings
+// prefixed by their length as a uvarint, and lists of them. A header
+// section is
+//
+//	uvarint(number of fields) then uvarint-prefixed: name, value for each
+//
+// and a string list (the links of a message) is
+//
+//	uvarint(number of strings) then each string uvarint-prefixed
+//
+// so that `burner copy` and the shared Matcher read either engine's the
+// same way.
+
+// ErrCorrupt means a stored record is damaged: it does not decode as what
+// the store wrote. It is a fault of the store (its disk or its database),
+// never of the request.
+var ErrCorrupt = errors.New("storage: corrupt record")
+
+// AppendString appends s, uvarint-prefixed, to b.
+func AppendString[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// CutString returns the uvarint-prefixed string at the start of b (a
+// slice into b with its capacity capped, so that an append to it does not
+// overwrite what follows) and what follows it; ok is false when b does
+// not start with one.
+func CutString(b []byte) (s, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return nil, nil, false
+	}
+	end := w + int(n)
+	return b[w:end:end], b[end:], true
+}
+
+// AppendHeaders appends the header section of hs to b, names and values
+// as given.
+func AppendHeaders(b []byte, hs []Header) []byte {
+	b = binary.AppendUvarint(b, uint64(len(hs)))
+	for _, h := range hs {
+		b = AppendString(b, h.Name)
+		b = AppendString(b, h.Value)
+	}
+	return b
+}
+
+// CutHeaders returns the header section at the start of b and what
+// follows it; ok is false when b does not start with one.
+func CutHeaders(b []byte) (section, rest []byte, ok bool) {
+	return cutList(b, 2)
+}
+
+// MatchHeaders reports whether a field of an encoded header section
+// matches m's header filter (MatchHeader), or an error wrapping
+// ErrCorrupt when the section is damaged.
+func (m *Matcher) MatchHeaders(section []byte) (bool, error) {
+	n, w := binary.Uvarint(section)
+	if w <= 0 {
+		return false, ErrCorrupt
+	}
+	rest := section[w:]
+	for range n {
+		var name, value []byte
+		var ok bool
+		if name, rest, ok = CutString(rest); !ok {
+			return false, ErrCorrupt
+		}
+		if value, rest, ok = CutString(rest); !ok {
+			return false, ErrCorrupt
+		}
+		if m.MatchHeader(name, value) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// AppendStrings appends the string list of ss to b.
+func AppendStrings(b []byte, ss []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = AppendString(b, s)
+	}
+	return b
+}
+
+// CutStrings returns the string list at the start of b and what follows
+// it; ok is false when b does not start with one.
+func CutStrings(b []byte) (list, rest []byte, ok bool) {
+	return cutList(b, 1)
+}
+
+// DecodeStrings decodes a string list that is the whole of b, or returns
+// an error wrapping ErrCorrupt.
+func DecodeStrings(b []byte) ([]string, error) {
+	n, w := binary.Uvarint(b)
+	// Each string takes a byte at least: a count beyond that is damage,
+	// not a reason to allocate.
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, ErrCorrupt
+	}
+	rest := b[w:]
+	var out []string // nil for none, as a Message without links has
+	if n > 0 {
+		out = make([]string, 0, n)
+	}
+	for range n {
+		var s []byte
+		var ok bool
+		if s, rest, ok = CutString(rest); !ok {
+			return nil, ErrCorrupt
+		}
+		out = append(out, string(s))
+	}
+	if len(rest) != 0 {
+		return nil, ErrCorrupt
+	}
+	return out, nil
+}
+
+// cutList returns the list at the start of b, a uvarint count of items
+// of per strings each, and what follows it.
+func cutList(b []byte, per uint64) (list, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return nil, nil, false
+	}
+	rest = b[w:]
+	for range per * n {
+		if _, rest, ok = CutString(rest); !ok {
+			return nil, nil, false
+		}
+	}
+	return b[:len(b)-len(rest)], rest, true
+}
+
+// Every store keeps times as unix milliseconds, the precision of
+// receivedAt in the API.
+
+// Milli returns t in UTC, truncated to the millisecond: the time a store
+// gives back for t.
+func Milli(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// FromMilli returns the time of ms unix milliseconds, in UTC.
+func FromMilli(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// FloorMilli returns t in unix milliseconds, rounded down.
+func FloorMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Before(time.UnixMilli(ms)) {
+		ms--
+	}
+	return ms
+}
+
+// CeilMilli returns t in unix milliseconds, rounded up: the first stored
+// time not before t.
+func CeilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}

@@ -1,0 +1,92 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"burner/storage"
+)
+
+// testSessions: UI sessions kept by the store (storage.Sessions), ending at
+// expiry, at logout and at the revocation of their key; a later touch wins
+// over an earlier one. It skips for a store that leaves the sessions to
+// the server's memory.
+func testSessions(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t, Config{})
+	ss, ok := db.(storage.Sessions)
+	if !ok {
+		t.Skipf("%T does not implement storage.Sessions: the server keeps sessions in memory", db)
+	}
+	k, _, err := db.CreateKey(ctx, "ui", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := storage.SessionHash(sha256.Sum256([]byte("token")))
+	if err := ss.CreateSession(ctx, storage.SessionHash{1}, "no-such-key", now.Add(time.Hour)); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("CreateSession for a key that does not exist: %v, want ErrNotFound", err)
+	}
+	if _, err := ss.Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session before CreateSession: %v, want ErrNotFound", err)
+	}
+	end := now.Add(time.Hour + 1500*time.Microsecond) // kept to the millisecond
+	if err := ss.CreateSession(ctx, h, k.ID, end); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ss.Session(ctx, h, now)
+	if err != nil || s.KeyID != k.ID || !s.Expires.Equal(storage.Milli(end)) {
+		t.Fatalf("Session = %+v, %v; want key %s until %v", s, err, k.ID, storage.Milli(end))
+	}
+	if _, err := ss.Session(ctx, h, storage.Milli(end)); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session at its end: %v, want ErrNotFound", err)
+	}
+	// A later touch wins over an earlier one, in either order.
+	if err := ss.TouchSession(ctx, h, now.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.TouchSession(ctx, h, now.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := ss.Session(ctx, h, now); err != nil || !s.Expires.Equal(now.Add(3*time.Hour)) {
+		t.Errorf("Session after touches to +3h then +2h = %+v, %v; want the end at +3h", s, err)
+	}
+	if err := ss.TouchSession(ctx, storage.SessionHash{2}, now.Add(time.Hour)); err != nil {
+		t.Errorf("TouchSession of no session: %v, want nil", err)
+	}
+	if n, err := ss.DeleteExpiredSessions(ctx, now.Add(2*time.Hour)); err != nil || n != 0 {
+		t.Errorf("DeleteExpiredSessions before the end = %d, %v; want 0", n, err)
+	}
+	if n, err := ss.DeleteExpiredSessions(ctx, now.Add(3*time.Hour)); err != nil || n != 1 {
+		t.Errorf("DeleteExpiredSessions at the end = %d, %v; want 1", n, err)
+	}
+	if _, err := ss.Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session after DeleteExpiredSessions: %v, want ErrNotFound", err)
+	}
+
+	if err := ss.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.DeleteSession(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session after DeleteSession: %v, want ErrNotFound", err)
+	}
+	if err := ss.DeleteSession(ctx, h); err != nil {
+		t.Errorf("DeleteSession of a session gone: %v, want nil", err)
+	}
+
+	if err := ss.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RevokeKey(ctx, "ui"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session after its key was revoked: %v, want ErrNotFound", err)
+	}
+}
