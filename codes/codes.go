@@ -1,8 +1,17 @@
-package server
+// Package codes finds the one-time codes of an email in its subject and
+// text (SPEC §7): by the default rule (Find), or by a sender's regular
+// expression (Compile, then Pattern.Match). It is a pure text algorithm:
+// it reads no mail and no request; server turns its errors into the 400.
+//
+// Every step is one pass over the subject and the text, or a bounded
+// amount of work at a position: time linear in the text, whatever it holds
+// (BenchmarkCodes: 1 MiB of digits, keywords, dates and URLs in tens of
+// milliseconds).
+package codes
 
 import (
+	"errors"
 	"io"
-	"net/url"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -10,12 +19,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 )
-
-// The one-time codes of an email (SPEC §7), for GET
-// /api/v1/emails/{id}/codes and the email page. Every step is one pass over
-// the subject and the text, or a bounded amount of work at a position:
-// time linear in the text, whatever it holds (BenchmarkCodes: 1 MiB of
-// digits, keywords, dates and URLs in tens of milliseconds).
 
 // maxPatternRunes is the longest pattern= (SPEC §7), counted in characters
 // as a person writing one counts them.
@@ -36,23 +39,20 @@ var codeKeywords = []string{
 // maxKeywordLen is the length of the longest keyword, "verification".
 const maxKeywordLen = 12
 
-var errBadPattern = badRequest("'pattern' must be a valid regular expression.")
+// ErrBadPattern is Compile's error for a pattern that is longer than
+// maxPatternRunes or is not a regular expression RE2 takes.
+var ErrBadPattern = errors.New("codes: not a usable regular expression")
 
-// codesPattern returns the compiled pattern= of q, nil when there is none
-// (an empty one is none, as for the list's filters), or a badRequest.
-func codesPattern(q url.Values) (*codePattern, error) {
-	p := q.Get("pattern")
-	if p == "" {
-		return nil, nil
-	}
+// Compile compiles a pattern= (SPEC §7), or returns ErrBadPattern.
+func Compile(p string) (*Pattern, error) {
 	if utf8.RuneCountInString(p) > maxPatternRunes {
-		return nil, errBadPattern
+		return nil, ErrBadPattern
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
-		return nil, errBadPattern
+		return nil, ErrBadPattern
 	}
-	cp := &codePattern{re: re}
+	cp := &Pattern{re: re}
 	tree, err := syntax.Parse(p, syntax.Perl) // as regexp.Compile parses
 	if err == nil && looksBehind(tree) {
 		// One character before the search, consumed, gives the assertions
@@ -61,14 +61,14 @@ func codesPattern(q url.Values) (*codePattern, error) {
 		cp.after, err = regexp.Compile(`^(?s:.)(?s:.*?)(` + tree.String() + `)`)
 	}
 	if err != nil {
-		return nil, errBadPattern
+		return nil, ErrBadPattern
 	}
 	return cp, nil
 }
 
-// codePattern is a compiled pattern=. regexp is RE2: a search takes time
+// Pattern is a compiled pattern=. regexp is RE2: a search takes time
 // linear in the text it is given, whatever the pattern.
-type codePattern struct {
+type Pattern struct {
 	re *regexp.Regexp
 	// after is re for a search that starts past the beginning of a text
 	// when re has an assertion about the character before a position (^,
@@ -96,9 +96,10 @@ func looksBehind(re *syntax.Regexp) bool {
 // each character once or twice stay far below the bound.
 const patternWork = 8
 
-// errPatternWork refuses a pattern whose matches cost more than
-// patternWork: SPEC §7 has one message for a pattern= that cannot be used.
-var errPatternWork = errBadPattern
+// ErrTooCostly is Match's error for a pattern whose matches cost more than
+// patternWork over the text: SPEC §7 has one message for it and for
+// ErrBadPattern, a pattern= that cannot be used.
+var ErrTooCostly = errors.New("codes: pattern reads the text too often")
 
 // next returns the first match of p in s at or after pos, as
 // FindAllStringSubmatchIndex would find it searching from pos, and its
@@ -106,8 +107,8 @@ var errPatternWork = errBadPattern
 // is unset). Searching match by match keeps one match in memory, where
 // FindAll would keep them all: tens of bytes for each character of a
 // text that matches everywhere. in counts what the searches read; next
-// reports errPatternWork when they have read all they may.
-func (p *codePattern) next(s string, pos int, in *runeCounter) (match, group [2]int, ok bool, err error) {
+// reports ErrTooCostly when they have read all they may.
+func (p *Pattern) next(s string, pos int, in *runeCounter) (match, group [2]int, ok bool, err error) {
 	re, off, first := p.re, pos, 0
 	if pos > 0 && p.after != nil {
 		_, w := utf8.DecodeLastRuneInString(s[:pos])
@@ -116,7 +117,7 @@ func (p *codePattern) next(s string, pos int, in *runeCounter) (match, group [2]
 	in.s = s[off:]
 	m := re.FindReaderSubmatchIndex(in)
 	if in.left < 0 {
-		return match, group, false, errPatternWork
+		return match, group, false, ErrTooCostly
 	}
 	if m == nil {
 		return match, group, false, nil
@@ -153,10 +154,10 @@ func (c *runeCounter) ReadRune() (rune, int, error) {
 	return r, size, nil
 }
 
-// matchCodes returns every match of p in subject (nil when the email has
+// Match returns every match of p in subject (nil when the email has
 // none), then in text, each once: its first capturing group when it has
-// one, and never an empty one; or errPatternWork.
-func matchCodes(p *codePattern, subject *string, text string) ([]string, error) {
+// one, and never an empty one; or ErrTooCostly.
+func (p *Pattern) Match(subject *string, text string) ([]string, error) {
 	out := []string{}
 	seen := make(map[string]struct{})
 	in := &runeCounter{left: patternWork * (len(text) + 1)}
@@ -199,11 +200,11 @@ func matchCodes(p *codePattern, subject *string, text string) ([]string, error) 
 	return out, nil
 }
 
-// findCodes returns the codes of the default rule of SPEC §7 in subject
+// Find returns the codes of the default rule of SPEC §7 in subject
 // (nil when the email has none) and text: those with a keyword before
 // them first, then the others; within each, the subject's before the
 // text's, in order; each code once, where it first comes in that order.
-func findCodes(subject *string, text string) []string {
+func Find(subject *string, text string) []string {
 	f := codeFinder{seen: make(map[string]bool)}
 	if subject != nil {
 		f.scan(*subject)

@@ -1,17 +1,14 @@
-package server
+package codes
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"burner/storage"
 )
 
 // codeCases are mail as services send it, written from what they publish
@@ -185,13 +182,15 @@ func TestFindCodes(t *testing.T) {
 	}
 	for _, tc := range codeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := findCodes(tc.subject, tc.text)
+			got := Find(tc.subject, tc.text)
 			if got == nil || !slices.Equal(got, tc.want) {
-				t.Errorf("findCodes(%s, %q) = %#v, want %#v", showSubject(tc.subject), tc.text, got, tc.want)
+				t.Errorf("Find(%s, %q) = %#v, want %#v", showSubject(tc.subject), tc.text, got, tc.want)
 			}
 		})
 	}
 }
+
+func ptr(s string) *string { return &s }
 
 func showSubject(s *string) string {
 	if s == nil {
@@ -221,12 +220,12 @@ func TestMatchCodes(t *testing.T) {
 		{`\B\d`, "", "a1 2 b3", []string{"1", "3"}},
 		{`\b(\d{6})\b`, "Code 123456", "x123456 654321", []string{"123456", "654321"}},
 	} {
-		got, err := matchCodes(mustPattern(t, tc.pattern), &tc.subject, tc.text)
+		got, err := mustPattern(t, tc.pattern).Match(&tc.subject, tc.text)
 		if err != nil || got == nil || !slices.Equal(got, tc.want) {
-			t.Errorf("matchCodes(%q, %q, %q) = %#v, %v; want %#v", tc.pattern, tc.subject, tc.text, got, err, tc.want)
+			t.Errorf("%q.Match(%q, %q) = %#v, %v; want %#v", tc.pattern, tc.subject, tc.text, got, err, tc.want)
 		}
 	}
-	if got, err := matchCodes(mustPattern(t, `\d+`), nil, "1 2"); err != nil || !slices.Equal(got, []string{"1", "2"}) {
+	if got, err := mustPattern(t, `\d+`).Match(nil, "1 2"); err != nil || !slices.Equal(got, []string{"1", "2"}) {
 		t.Errorf("matchCodes without a subject = %#v, %v; want [1 2]", got, err)
 	}
 }
@@ -236,23 +235,23 @@ func TestMatchCodes(t *testing.T) {
 // patterns people write stay within the bound.
 func TestMatchCodesWork(t *testing.T) {
 	line := strings.Repeat("a", 64<<10)
-	if got, err := matchCodes(mustPattern(t, `a(?:.*b)?`), nil, line); err != errPatternWork {
-		t.Errorf("matchCodes(`a(?:.*b)?`, 64 KiB of a) = %d codes, %v; want %v", len(got), err, errPatternWork)
+	if got, err := mustPattern(t, `a(?:.*b)?`).Match(nil, line); !errors.Is(err, ErrTooCostly) {
+		t.Errorf("`a(?:.*b)?`.Match(64 KiB of a) = %d codes, %v; want %v", len(got), err, ErrTooCostly)
 	}
 	text := codesBenchText()[:256<<10] // the bound is per character
 	for _, p := range []string{`\d`, `\b\d`, `(?s).`, `x*`, `\b`, `code is (\d{6})`, `(?m)^(.*)$`, `(\d+)(?:\D*verify)?`} {
-		if _, err := matchCodes(mustPattern(t, p), &text, text); err != nil {
-			t.Errorf("matchCodes(%q, 256 KiB) = %v, want the codes", p, err)
+		if _, err := mustPattern(t, p).Match(&text, text); err != nil {
+			t.Errorf("%q.Match(256 KiB) = %v, want the codes", p, err)
 		}
 	}
 }
 
 // mustPattern compiles pattern as a request's pattern= is.
-func mustPattern(t testing.TB, pattern string) *codePattern {
+func mustPattern(t testing.TB, pattern string) *Pattern {
 	t.Helper()
-	p, err := codesPattern(url.Values{"pattern": {pattern}})
+	p, err := Compile(pattern)
 	if err != nil || p == nil {
-		t.Fatalf("codesPattern(%q) = %v, %v", pattern, p, err)
+		t.Fatalf("Compile(%q) = %v, %v", pattern, p, err)
 	}
 	return p
 }
@@ -274,7 +273,7 @@ func findAllCodes(re *regexp.Regexp, srcs ...string) []string {
 	return out
 }
 
-func TestCodesPattern(t *testing.T) {
+func TestCompile(t *testing.T) {
 	for _, tc := range []struct {
 		pattern string
 		ok      bool
@@ -289,94 +288,13 @@ func TestCodesPattern(t *testing.T) {
 		{"\xff", false},
 		{`^\Qa)b`, true}, // an unterminated \Q, and an assertion
 	} {
-		re, err := codesPattern(url.Values{"pattern": {tc.pattern}})
+		re, err := Compile(tc.pattern)
 		if tc.ok && (err != nil || re == nil || re.re.String() != tc.pattern) {
-			t.Errorf("codesPattern(%q) = %v, %v; want a regexp", tc.pattern, re, err)
+			t.Errorf("Compile(%q) = %v, %v; want a regexp", tc.pattern, re, err)
 		}
-		if !tc.ok && err != errBadPattern {
-			t.Errorf("codesPattern(%q) = %v, %v; want %v", tc.pattern, re, err, errBadPattern)
+		if !tc.ok && !errors.Is(err, ErrBadPattern) {
+			t.Errorf("Compile(%q) = %v, %v; want %v", tc.pattern, re, err, ErrBadPattern)
 		}
-	}
-	if re, err := codesPattern(url.Values{"pattern": {""}}); re != nil || err != nil {
-		t.Errorf("codesPattern(empty) = %v, %v; want the default rule (nil, nil)", re, err)
-	}
-}
-
-func TestCodesAPI(t *testing.T) {
-	a := newAPI(t)
-	e := a.deliver("alice@example.com", storage.Message{
-		Subject: ptr("Your code 1234"), Raw: []byte("Subject: Your code 1234\r\n\r\n...\r\n"),
-		Plain: "Order 4821 has shipped.\nVerification code: 551 082\nhttps://example.com/v/551082",
-	})
-	base := "/api/v1/emails/" + e.ID + "/codes"
-	wantJSON(t, "GET codes", a.call("GET", base), 200, `["1234","551082","4821"]`)
-	wantJSON(t, "GET codes with a pattern", a.call("GET", base+"?pattern="+url.QueryEscape(`/v/(\d+)`)), 200, `["551082"]`)
-	wantJSON(t, "GET codes with a pattern that matches nothing", a.call("GET", base+"?pattern=xyz"), 200, `[]`)
-	res := a.call("HEAD", base)
-	if res.status != 200 || res.body != "" || res.header.Get("Content-Type") != "application/json" {
-		t.Errorf("HEAD codes = %d %q %q, want 200 application/json without a body", res.status, res.header.Get("Content-Type"), res.body)
-	}
-
-	none := a.deliver("alice@example.com", storage.Message{Raw: []byte("\r\n\r\n")}) // no subject, no text
-	wantJSON(t, "GET codes of an email without any", a.call("GET", "/api/v1/emails/"+none.ID+"/codes"), 200, `[]`)
-
-	const bad = `{"error":"'pattern' must be a valid regular expression."}`
-	for _, p := range []string{"(", strings.Repeat("a", 257)} {
-		wantJSON(t, "GET codes?pattern="+p, a.call("GET", base+"?pattern="+url.QueryEscape(p)), 400, bad)
-	}
-	unknown := "/api/v1/emails/8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11/codes"
-	wantJSON(t, "GET codes of an unknown id", a.call("GET", unknown), 404, `{"error":"Email not found"}`)
-	costly := a.deliver("alice@example.com", storage.Message{Raw: []byte("\r\n\r\n"), Plain: strings.Repeat("a", 64<<10)})
-	wantJSON(t, "GET codes with a pattern that reads the text again at each match",
-		a.call("GET", "/api/v1/emails/"+costly.ID+"/codes?pattern="+url.QueryEscape(`a(?:.*b)?`)), 400, bad)
-	// SPEC §8: 401, then the request's own 400, then 404.
-	wantJSON(t, "GET codes of an unknown id with a bad pattern", a.call("GET", unknown+"?pattern=("), 400, bad)
-	wantUnauthorized(t, "GET codes with a bad pattern and no key", a.callAuth("GET", unknown+"?pattern=(", ""))
-
-	for _, m := range []string{"POST", "PUT", "DELETE"} {
-		res := a.call(m, base)
-		wantJSON(t, m+" codes", res, http.StatusMethodNotAllowed, notAllowedBody)
-		if allow := res.header.Get("Allow"); allow != "GET, HEAD" {
-			t.Errorf("%s codes: Allow %q, want GET, HEAD", m, allow)
-		}
-	}
-}
-
-func TestEmailPageCodesAndLinks(t *testing.T) {
-	u := newUI(t, Options{})
-	u.login()
-	e := u.deliver("alice@example.com", storage.Message{
-		Subject: ptr("Verify your email"), Body: ptr("<p>Your code is 482 913</p>"), Raw: []byte("Subject: x\r\n\r\nx\r\n"),
-		Plain: "Your code is 482 913\nhttps://app.example/confirm?t=1&u=2", Links: []string{"https://app.example/confirm?t=1&u=2"},
-	})
-	res := u.get("/email/" + e.ID)
-	wantPage(t, "GET /email/"+e.ID, res, http.StatusOK, `<code class="copy">482913</code>`,
-		`<a href="https://app.example/confirm?t=1&amp;u=2" target="_blank" rel="noopener noreferrer">https://app.example/confirm?t=1&amp;u=2</a>`)
-	if i, j := strings.Index(res.body, "482913"), strings.Index(res.body, "<iframe"); i < 0 || j < 0 || i > j {
-		t.Errorf("GET /email/%s: the codes are not above the body\n%s", e.ID, res.body)
-	}
-
-	plain := u.deliver("alice@example.com", storage.Message{Subject: ptr("Hello"), Body: ptr("<p>Hi</p>"), Plain: "Hi", Raw: []byte("Subject: Hello\r\n\r\nHi\r\n")})
-	res = u.get("/email/" + plain.ID)
-	wantPage(t, "GET /email/"+plain.ID, res, http.StatusOK, "Hi")
-	if strings.Contains(res.body, `class="found"`) {
-		t.Errorf("GET /email/%s: a codes and links section for an email without any\n%s", plain.ID, res.body)
-	}
-
-	many := make([]string, maxShownLinks+3)
-	for i := range many {
-		many[i] = fmt.Sprintf("https://e.example/%d", i)
-	}
-	var text strings.Builder
-	for i := range maxShownCodes + 2 {
-		fmt.Fprintf(&text, "Code: %d\n", 100000+i)
-	}
-	lots := u.deliver("alice@example.com", storage.Message{Subject: ptr("Lots"), Body: ptr("<p>x</p>"), Plain: text.String(), Links: many, Raw: []byte("Subject: Lots\r\n\r\nx\r\n")})
-	res = u.get("/email/" + lots.ID)
-	wantPage(t, "GET /email/"+lots.ID, res, http.StatusOK, fmt.Sprint(100000+maxShownCodes-1), "… and 2 more codes", "… and 3 more links",
-		fmt.Sprintf("https://e.example/%d<", maxShownLinks-1))
-	if strings.Contains(res.body, fmt.Sprint(100000+maxShownCodes)) || strings.Contains(res.body, fmt.Sprintf("https://e.example/%d<", maxShownLinks)) {
-		t.Errorf("GET /email/%s: shows more codes or links than the page keeps\n%s", lots.ID, res.body)
 	}
 }
 
@@ -407,17 +325,17 @@ func FuzzCodes(f *testing.F) {
 	}
 	f.Add("", "1234 5678 9012-3456 code\u00a0123\u00a0456 https://x/1234 a@1234 $ 1234 1234%")
 	f.Fuzz(func(t *testing.T, subject, text string) {
-		got := findCodes(&subject, text)
+		got := Find(&subject, text)
 		seen := make(map[string]bool)
 		for _, code := range got {
 			if len(code) < 4 || len(code) > 8 || strings.Trim(code, "0123456789") != "" {
-				t.Fatalf("findCodes(%q, %q) returned %q, not 4 to 8 digits", subject, text, code)
+				t.Fatalf("Find(%q, %q) returned %q, not 4 to 8 digits", subject, text, code)
 			}
 			if !isCodeIn(code, subject) && !isCodeIn(code, text) {
-				t.Fatalf("findCodes(%q, %q) returned %q, which is not in them", subject, text, code)
+				t.Fatalf("Find(%q, %q) returned %q, which is not in them", subject, text, code)
 			}
 			if seen[code] {
-				t.Fatalf("findCodes(%q, %q) returned %q twice", subject, text, code)
+				t.Fatalf("Find(%q, %q) returned %q twice", subject, text, code)
 			}
 			seen[code] = true
 		}
@@ -426,9 +344,9 @@ func FuzzCodes(f *testing.F) {
 		if !utf8.ValidString(subject) {
 			return
 		}
-		for _, code := range findCodes(nil, subject) {
+		for _, code := range Find(nil, subject) {
 			if !seen[code] {
-				t.Fatalf("findCodes(%q, %q) lacks %q, which the subject has alone", subject, text, code)
+				t.Fatalf("Find(%q, %q) lacks %q, which the subject has alone", subject, text, code)
 			}
 		}
 	})
@@ -457,9 +375,9 @@ var codePatternSeeds = []struct{ pattern, text string }{
 func TestMatchCodesAsFindAll(t *testing.T) {
 	for _, tc := range codePatternSeeds {
 		re := regexp.MustCompile(tc.pattern)
-		got, err := matchCodes(mustPattern(t, tc.pattern), nil, tc.text)
+		got, err := mustPattern(t, tc.pattern).Match(nil, tc.text)
 		if want := findAllCodes(re, tc.text); err != nil || !slices.Equal(got, want) {
-			t.Errorf("matchCodes(%q, %q) = %#v, %v; want %#v as FindAll finds", tc.pattern, tc.text, got, err, want)
+			t.Errorf("%q.Match(%q) = %#v, %v; want %#v as FindAll finds", tc.pattern, tc.text, got, err, want)
 		}
 	}
 }
@@ -469,16 +387,16 @@ func FuzzMatchCodes(f *testing.F) {
 		f.Add(tc.pattern, tc.text)
 	}
 	f.Fuzz(func(t *testing.T, pattern, text string) {
-		p, err := codesPattern(url.Values{"pattern": {pattern}})
+		p, err := Compile(pattern)
 		if err != nil || p == nil {
 			return
 		}
-		got, err := matchCodes(p, nil, text)
-		if err == errPatternWork {
+		got, err := p.Match(nil, text)
+		if errors.Is(err, ErrTooCostly) {
 			return // the text makes the pattern read it again and again
 		}
 		if want := findAllCodes(p.re, text); err != nil || !slices.Equal(got, want) {
-			t.Fatalf("matchCodes(%q, %q) = %#v, want %#v as FindAll finds", pattern, text, got, want)
+			t.Fatalf("%q.Match(%q) = %#v, want %#v as FindAll finds", pattern, text, got, want)
 		}
 	})
 }
@@ -519,7 +437,7 @@ func BenchmarkCodes(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		text string
-		re   *codePattern
+		re   *Pattern
 	}{
 		{"mixed", text, nil},
 		{"digits", digits, nil},
@@ -536,11 +454,11 @@ func BenchmarkCodes(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if bc.re != nil {
-					if _, err := matchCodes(bc.re, nil, bc.text); err != nil && bc.name != "pattern-refused" {
+					if _, err := bc.re.Match(nil, bc.text); err != nil && bc.name != "pattern-refused" {
 						b.Fatal(err)
 					}
 				} else {
-					findCodes(nil, bc.text)
+					Find(nil, bc.text)
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"maps"
@@ -169,7 +169,7 @@ func TestDecodeHostileHeaders(t *testing.T) {
 	for _, unit := range []string{"=?a?q?", "=?utf-8?q?x", "@:", "(", "<@", "=?utf-8?b?=?="} {
 		v := strings.Repeat(unit, size/len(unit))
 		raw := "From: " + v + "\r\nSubject: " + v + "\r\nContent-Type: text/plain; a*0*=" + v + "\r\n\r\nbody\r\n"
-		m, err := newParser().parse([]byte(raw), "bounce@example.test")
+		m, err := New(0).Parse([]byte(raw), "bounce@example.test")
 		if err != nil {
 			t.Fatalf("parse(%q × %d) returned error %v", unit, size/len(unit), err)
 		}

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"strconv"
+
+	"burner/codes"
 )
 
 // The routes of this file serve what a test needs of a message beyond its
@@ -84,7 +86,7 @@ func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, links)
 }
 
-// handleCodes answers the one-time codes of an email (SPEC §7, codes.go).
+// handleCodes answers the one-time codes of an email (SPEC §7, package codes).
 // A bad pattern is refused before the email is looked up: the request's
 // own 400 comes before a 404 (SPEC §8's order). The subject is in the
 // email, the text in its content: two reads, and an email deleted between
@@ -107,13 +109,13 @@ func (s *Server) handleCodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if re != nil {
-		codes, err := matchCodes(re, e.Subject, c.Plain)
+		found, err := matchCodes(re, e.Subject, c.Plain)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, codes)
+		writeJSON(w, http.StatusOK, found)
 		return
 	}
-	writeJSON(w, http.StatusOK, findCodes(e.Subject, c.Plain))
+	writeJSON(w, http.StatusOK, codes.Find(e.Subject, c.Plain))
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"burner/codes"
 	"burner/storage"
 )
 
@@ -457,8 +458,8 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	codes := findCodes(e.Subject, c.Plain)
-	p.Codes, p.MoreCodes = codes[:min(len(codes), maxShownCodes)], max(len(codes)-maxShownCodes, 0)
+	found := codes.Find(e.Subject, c.Plain)
+	p.Codes, p.MoreCodes = found[:min(len(found), maxShownCodes)], max(len(found)-maxShownCodes, 0)
 	p.Links, p.MoreLinks = c.Links[:min(len(c.Links), maxShownLinks)], max(len(c.Links)-maxShownLinks, 0)
 	u.render(w, r, http.StatusOK, "email", p)
 }

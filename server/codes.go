@@ -1,0 +1,36 @@
+package server
+
+import (
+	"errors"
+	"net/url"
+
+	"burner/codes"
+)
+
+// errBadPattern is SPEC §7's one answer to a pattern= that cannot be used:
+// one that does not compile (codes.ErrBadPattern) and one whose matches
+// would read the text too often (codes.ErrTooCostly).
+var errBadPattern = badRequest("'pattern' must be a valid regular expression.")
+
+// codesPattern returns the compiled pattern= of q, nil when there is none
+// (an empty one is none, as for the list's filters), or errBadPattern.
+func codesPattern(q url.Values) (*codes.Pattern, error) {
+	p := q.Get("pattern")
+	if p == "" {
+		return nil, nil
+	}
+	re, err := codes.Compile(p)
+	if err != nil {
+		return nil, errBadPattern
+	}
+	return re, nil
+}
+
+// matchCodes is p.Match with its refusal made the request's 400.
+func matchCodes(p *codes.Pattern, subject *string, text string) ([]string, error) {
+	found, err := p.Match(subject, text)
+	if errors.Is(err, codes.ErrTooCostly) {
+		return nil, errBadPattern
+	}
+	return found, err
+}
