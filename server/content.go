@@ -33,7 +33,7 @@ type attachmentJSON struct {
 // maxListedFiles of them, as a JSON array. A longer list is cut there, and
 // says so in headers, so that the array stays what clients parse:
 // X-Attachments-More counts the files beyond it, and X-Attachments-Partial
-// is "true" when burner stopped reading the message (maxWalkedParts) before
+// is "true" when burner stopped reading the message (message.MaxParts) before
 // its end, so that there may be more files than counted.
 func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request) {
 	a, err := s.attachmentList(r.Context(), r.PathValue("id"))

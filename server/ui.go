@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"burner/codes"
+	"burner/message"
 	"burner/storage"
 )
 
@@ -509,7 +510,7 @@ func (u *webUI) handleDownload(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	writeAttachment(w, attachment{Filename: id + ".eml", ContentType: "message/rfc822", Data: raw})
+	writeAttachment(w, message.File{Filename: id + ".eml", ContentType: "message/rfc822", Data: raw})
 }
 
 // handleAttachment serves one file of a message, always as a download and
