@@ -40,7 +40,7 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "burner",
-		Short: "A self-hosted disposable-inbox appliance: SMTP in, REST API out, one bbolt file",
+		Short: "A self-hosted disposable-inbox appliance: SMTP in, REST API out, a bbolt file or PostgreSQL",
 		Long: `burner receives mail over SMTP for its inbox domains, keeps it in one bbolt
 file and serves it through a REST API and a web UI.
 

@@ -18,7 +18,6 @@ import (
 	"burner/server"
 	"burner/storage"
 	"burner/storage/boltdb"
-	"burner/storage/postgres"
 )
 
 // testDatabase returns the URL of a new, empty database (pgtest.Database).
@@ -86,18 +85,6 @@ func TestCommandsOnPostgres(t *testing.T) {
 func TestCopyThroughPostgres(t *testing.T) {
 	db := testDatabase(t)
 	ctx := context.Background()
-	probe, err := postgres.Open(ctx, db, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, canImport := any(probe).(storage.Importer)
-	_, canExport := any(probe).(storage.Exporter)
-	probe.Close()
-	if !canImport || !canExport {
-		t.Skip("the PostgreSQL engine does not implement storage.Importer and storage.Exporter yet")
-	}
-	db = testDatabase(t) // the probe made the schema in the first one
-
 	src := filepath.Join(t.TempDir(), "src.db")
 	b, err := boltdb.Open(src, boltdb.Options{})
 	if err != nil {

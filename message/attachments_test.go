@@ -1,7 +1,6 @@
 package message
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func TestAttachments(t *testing.T) {
 	for i, w := range want {
 		wantList.Files = append(wantList.Files, storage.Attachment{Filename: w.Filename, ContentType: w.ContentType, ContentID: w.ContentID, Size: int64(len(w.Data))})
 		got, ok := Attachment([]byte(nestedFiles), i)
-		if !ok || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", w) {
+		if !ok || !reflect.DeepEqual(got, w) {
 			t.Errorf("Attachment(%d) = %q, %v; want %q", i, got, ok, w)
 		}
 	}

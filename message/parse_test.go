@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -468,7 +469,7 @@ func TestParseHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []storage.Header{{Name: "From", Value: "a@example.com"}, {Name: "X-Test-Run", Value: "42"}, {Name: "X-Label", Value: "café"}, {Name: "Subject", Value: "s"}}
-	if fmt.Sprint(m.Headers) != fmt.Sprint(want) {
+	if !slices.Equal(m.Headers, want) {
 		t.Errorf("parse(%q).Headers = %v, want %v", raw, m.Headers, want)
 	}
 }
