@@ -58,7 +58,7 @@ func walkFiles(raw []byte, fn func(i int, a storage.Attachment, body io.Reader) 
 		return false
 	}
 	files := 0
-	w := walker{visit: func(p part) bool {
+	w := walker{file: func(p part) bool {
 		if p.text {
 			return true
 		}

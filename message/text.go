@@ -111,7 +111,6 @@ type textParts struct {
 	html, plain       *string
 	htmlCut, plainCut bool       // the part was longer than readLimit, and cut
 	maxBody           int        // the body cap: see readLimit
-	walker            *walker    // the walk that visits t, for embed
 	embedded          *textParts // the text of the first inline embedded message
 }
 
@@ -121,27 +120,20 @@ type textParts struct {
 // (see adoptEmbedded). err is the error go-message returned with e.
 func findText(e entity, err error, maxBody int) textParts {
 	t := textParts{maxBody: maxBody}
-	t.walk(e, err, 0, &walker{})
+	w := walker{text: &t}
+	w.walk(e, err, 0)
+	t.adoptEmbedded()
 	return t
 }
 
-// walk walks e for t's text with w, which counts the parts.
-func (t *textParts) walk(e entity, err error, depth int, w *walker) {
-	t.walker = w
-	w.visit = t.visit
-	w.walk(e, err, depth)
-	t.adoptEmbedded()
-	t.walker = nil
-}
-
-// visit reads the text of p, a part walk found, and reports whether t
-// still lacks a kind of text.
-func (t *textParts) visit(p part) bool {
+// visit reads the text of p, a part w found, and reports whether t still
+// lacks a kind of text.
+func (t *textParts) visit(w *walker, p part) bool {
 	switch {
 	case p.text:
 		t.read(p)
 	case p.embedded:
-		t.embed(p)
+		t.embed(w, p)
 	}
 	return t.html == nil || t.plain == nil
 }
@@ -223,7 +215,7 @@ func readPart(buf *bytes.Buffer, e entity, limit int) []byte {
 // text of its own, and a message's own text always wins (see
 // adoptEmbedded). The embedded message's parts count against the same
 // MaxParts.
-func (t *textParts) embed(p part) {
+func (t *textParts) embed(w *walker, p part) {
 	if t.embedded != nil || t.html != nil || t.plain != nil || p.depth >= maxDepth {
 		return
 	}
@@ -234,9 +226,10 @@ func (t *textParts) embed(p part) {
 		return
 	}
 	t.embedded = &textParts{maxBody: t.maxBody}
-	w := &walker{parts: t.walker.parts}
-	t.embedded.walk(inner, err, p.depth+1, w)
-	t.walker.parts = w.parts
+	iw := walker{text: t.embedded, parts: w.parts}
+	iw.walk(inner, err, p.depth+1)
+	t.embedded.adoptEmbedded()
+	w.parts = iw.parts
 }
 
 // adoptEmbedded makes the text of the first embedded message the text of

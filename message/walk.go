@@ -50,10 +50,13 @@ type part struct {
 
 // walker walks a message's MIME tree in order, depth first, and is the one
 // place that decides which part is text and which a file. It hands each
-// leaf part to visit, which reads its body or not, and returns false to
-// end the walk.
+// leaf part to text (delivery's reader) or else to file (the attachment
+// routes'), which reads its body or not, and returns false to end the
+// walk. text is a pointer and not a func so that parsing a message costs
+// no closure, walker or textParts on the heap.
 type walker struct {
-	visit   func(p part) bool
+	text    *textParts
+	file    func(p part) bool
 	parts   int  // multipart parts read, up to MaxParts
 	partial bool // stopped at MaxParts with parts unread
 	stopped bool // visit returned false
@@ -92,7 +95,13 @@ func (w *walker) walk(e entity, err error, depth int) {
 	}
 	p := part{entity: e, err: err, depth: depth}
 	p.text, p.embedded, p.name = w.classify(e)
-	if !w.visit(p) {
+	more := false
+	if w.text != nil {
+		more = w.text.visit(w, p)
+	} else {
+		more = w.file(p)
+	}
+	if !more {
 		w.stopped = true
 	}
 }
