@@ -84,7 +84,6 @@ func TestCommandsOnPostgres(t *testing.T) {
 func TestCopyThroughPostgres(t *testing.T) {
 	db := testDatabase(t)
 	ctx := context.Background()
-
 	src := filepath.Join(t.TempDir(), "src.db")
 	b, err := boltdb.Open(src, boltdb.Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"burner/message"
 	"burner/storage"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkAttachments(b *testing.B) {
 		raw  []byte
 		n    int // the file to serve
 	}{
-		{"tiny-parts-200k", tinyParts(200_000), maxListedFiles - 1},
+		{"tiny-parts-200k", tinyParts(200_000), message.MaxListedFiles - 1},
 		{"one-10MB-file", bigFile(7 << 20), 0}, // 7 MiB in base64 is 9.6 MB of message
 	} {
 		db := openDB(b)
@@ -88,7 +89,7 @@ func BenchmarkAttachments(b *testing.B) {
 				// A list of other rules is as good as none: this one is
 				// computed again and stored.
 				b.StopTimer()
-				if err := db.PutAttachments(ctx, id, storage.Attachments{Rules: attachmentRules - 1}); err != nil {
+				if err := db.PutAttachments(ctx, id, storage.Attachments{Rules: message.AttachmentRules - 1}); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -100,7 +101,7 @@ func BenchmarkAttachments(b *testing.B) {
 		b.Run(shape.name+"/walk", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				listAttachments(shape.raw)
+				message.Attachments(shape.raw)
 			}
 		})
 		b.Run(shape.name+"/list", func(b *testing.B) {

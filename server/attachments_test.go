@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
+	"burner/message"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
@@ -26,33 +26,6 @@ const nestedFiles = "From: a@example.com\r\nSubject: files\r\nMIME-Version: 1.0\
 	"--outer\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Disposition: attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.txt\r\n\r\nnotes\r\n" +
 	"--outer\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nforwarded\r\n" +
 	"--outer--\r\n"
-
-func TestAttachments(t *testing.T) {
-	want := []attachment{
-		{Filename: "report.pdf", ContentType: "application/pdf", Data: []byte("%PDF-1.4\n")},
-		{Filename: "attachment-2.png", ContentType: "image/png", ContentID: "logo@x", Data: []byte("\x89PNG\r\n\x1a\n")},
-		{Filename: "résumé.txt", ContentType: "text/plain", Data: []byte("notes")},
-		{Filename: "attachment-4.eml", ContentType: "message/rfc822", Data: []byte("Subject: inner\r\n\r\nforwarded")},
-	}
-	list := listAttachments([]byte(nestedFiles))
-	wantList := storage.Attachments{Rules: attachmentRules}
-	for i, w := range want {
-		wantList.Files = append(wantList.Files, storage.Attachment{Filename: w.Filename, ContentType: w.ContentType, ContentID: w.ContentID, Size: int64(len(w.Data))})
-		got, ok := attachmentN([]byte(nestedFiles), strconv.Itoa(i))
-		if !ok || fmt.Sprintf("%q", got) != fmt.Sprintf("%q", w) {
-			t.Errorf("attachmentN(%d) = %q, %v; want %q", i, got, ok, w)
-		}
-	}
-	if !reflect.DeepEqual(list, wantList) {
-		t.Errorf("listAttachments =\n%+v\nwant\n%+v", list, wantList)
-	}
-	if got, ok := attachmentN([]byte(nestedFiles), "4"); ok {
-		t.Errorf("attachmentN(4) of 4 files = %q, want none", got)
-	}
-	if got := listAttachments([]byte("Subject: plain\r\n\r\njust text\r\n")); len(got.Files) != 0 || got.More != 0 || got.Partial {
-		t.Errorf("listAttachments of a plain message = %+v, want none", got)
-	}
-}
 
 // manyFiles returns a message of n files, the i-th named f<i>.bin and
 // holding "data <i>", after one text part.
@@ -75,11 +48,11 @@ func TestAttachmentsCapped(t *testing.T) {
 		wantMore  int
 		wantParts bool
 	}{
-		{files: maxListedFiles, listed: maxListedFiles},
-		{files: maxListedFiles + 5, listed: maxListedFiles, more: "5", wantMore: 5},
-		// The text part is a part too: the walk reads maxWalkedParts-1 files.
-		{files: maxWalkedParts + 10, listed: maxListedFiles, more: strconv.Itoa(maxWalkedParts - 1 - maxListedFiles), partial: "true",
-			wantMore: maxWalkedParts - 1 - maxListedFiles, wantParts: true},
+		{files: message.MaxListedFiles, listed: message.MaxListedFiles},
+		{files: message.MaxListedFiles + 5, listed: message.MaxListedFiles, more: "5", wantMore: 5},
+		// The text part is a part too: the walk reads message.MaxParts-1 files.
+		{files: message.MaxParts + 10, listed: message.MaxListedFiles, more: strconv.Itoa(message.MaxParts - 1 - message.MaxListedFiles), partial: "true",
+			wantMore: message.MaxParts - 1 - message.MaxListedFiles, wantParts: true},
 	} {
 		t.Run(strconv.Itoa(tc.files), func(t *testing.T) {
 			a := newAPI(t)
@@ -130,7 +103,7 @@ func TestAttachmentListStored(t *testing.T) {
 	}
 	first := a.call("GET", "/api/v1/emails/"+alice.ID+"/attachments")
 	stored, ok, err := a.db.Attachments(ctx, bob.ID)
-	if want := listAttachments([]byte(nestedFiles)); err != nil || !ok || !reflect.DeepEqual(stored, want) {
+	if want := message.Attachments([]byte(nestedFiles)); err != nil || !ok || !reflect.DeepEqual(stored, want) {
 		t.Fatalf("after the first listing, the stored list (of bob's copy, the same message) is %+v, %v, %v; want %+v", stored, ok, err, want)
 	}
 	if second := a.call("GET", "/api/v1/emails/"+bob.ID+"/attachments"); second.status != 200 || second.body != first.body {
@@ -146,15 +119,15 @@ func TestAttachmentListStored(t *testing.T) {
 		t.Errorf("listing with a stored list = %s, want the stored list", res.body)
 	}
 	// One of other rules is computed again, and replaced.
-	stored.Rules = attachmentRules + 1
+	stored.Rules = message.AttachmentRules + 1
 	if err := a.db.PutAttachments(ctx, alice.ID, stored); err != nil {
 		t.Fatal(err)
 	}
 	if res := a.call("GET", "/api/v1/emails/"+alice.ID+"/attachments"); res.body != first.body {
 		t.Errorf("listing with a list of other rules = %s, want it computed again: %s", res.body, first.body)
 	}
-	if got, _, _ := a.db.Attachments(ctx, alice.ID); got.Rules != attachmentRules {
-		t.Errorf("stored list has rules %d after recomputing, want %d", got.Rules, attachmentRules)
+	if got, _, _ := a.db.Attachments(ctx, alice.ID); got.Rules != message.AttachmentRules {
+		t.Errorf("stored list has rules %d after recomputing, want %d", got.Rules, message.AttachmentRules)
 	}
 
 	// Deleting a copy keeps the list for the other; deleting the last
@@ -176,7 +149,7 @@ func TestAttachmentListStored(t *testing.T) {
 func TestAttachmentOfManyParts(t *testing.T) {
 	a := newAPI(t)
 	e := a.deliver("alice@example.com", storage.Message{Raw: manyFiles(5000)})
-	for _, n := range []int{0, 1, 437, maxListedFiles - 1} {
+	for _, n := range []int{0, 1, 437, message.MaxListedFiles - 1} {
 		res := a.call("GET", fmt.Sprintf("/api/v1/emails/%s/attachments/%d", e.ID, n))
 		if want := fmt.Sprintf("data %d", n); res.status != 200 || res.body != want ||
 			res.header.Get("Content-Disposition") != fmt.Sprintf("attachment; filename=f%d.bin", n) ||
@@ -189,7 +162,7 @@ func TestAttachmentOfManyParts(t *testing.T) {
 func TestUIEmailAttachmentSummary(t *testing.T) {
 	u := newUI(t, Options{})
 	u.login()
-	e := u.deliver("alice@example.com", storage.Message{Subject: ptr("many"), Raw: manyFiles(maxListedFiles + 3)})
+	e := u.deliver("alice@example.com", storage.Message{Subject: ptr("many"), Raw: manyFiles(message.MaxListedFiles + 3)})
 	res := u.get("/email/" + e.ID)
 	wantPage(t, "GET the email page of 1,003 files", res, http.StatusOK,
 		`href="/email/`+e.ID+`/attachments/999"`, "… and 3 more files: ", `<a href="/email/`+e.ID+`/download">download the source</a>`)
@@ -200,15 +173,15 @@ func TestUIEmailAttachmentSummary(t *testing.T) {
 		t.Errorf("after the email page, the list is stored: %v, %v; want it stored", ok, err)
 	}
 	// The page of a message the walk stopped in says "at least".
-	stopped := u.deliver("alice@example.com", storage.Message{Subject: ptr("more"), Raw: manyFiles(maxWalkedParts + 1)})
+	stopped := u.deliver("alice@example.com", storage.Message{Subject: ptr("more"), Raw: manyFiles(message.MaxParts + 1)})
 	wantPage(t, "GET the email page of a message read in part", u.get("/email/"+stopped.ID), http.StatusOK,
-		fmt.Sprintf("… and at least %d more files: ", maxWalkedParts-1-maxListedFiles))
-	one := u.deliver("alice@example.com", storage.Message{Subject: ptr("one more"), Raw: manyFiles(maxListedFiles + 1)})
+		fmt.Sprintf("… and at least %d more files: ", message.MaxParts-1-message.MaxListedFiles))
+	one := u.deliver("alice@example.com", storage.Message{Subject: ptr("one more"), Raw: manyFiles(message.MaxListedFiles + 1)})
 	wantPage(t, "GET the email page of 1,001 files", u.get("/email/"+one.ID), http.StatusOK, "… and 1 more file: ")
 	// A message read in part before any file was found may still have some.
 	var texts strings.Builder
 	texts.WriteString("Subject: texts\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n")
-	for range maxWalkedParts + 1 {
+	for range message.MaxParts + 1 {
 		texts.WriteString("--b\r\n\r\nx\r\n")
 	}
 	texts.WriteString("--b--\r\n")
@@ -221,20 +194,6 @@ func TestUIEmailAttachmentSummary(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	long := strings.Repeat("a", maxNameBytes-1) + "é.pdf" // é straddles the cut
-	if got := clip(long); got != strings.Repeat("a", maxNameBytes-1) || !utf8.ValidString(got) {
-		t.Errorf("clip(%d bytes ending é.pdf) = %d bytes %q..., want the a's alone", len(long), len(got), got[len(got)-5:])
-	}
-	if got := clip("short.pdf"); got != "short.pdf" {
-		t.Errorf("clip(short.pdf) = %q", got)
-	}
-	raw := "Subject: x\r\nContent-Type: application/pdf; name=\"" + strings.Repeat("n", 1000) + "\"\r\n\r\n%PDF\r\n"
-	if got := listAttachments([]byte(raw)); len(got.Files) != 1 || len(got.Files[0].Filename) != maxNameBytes {
-		t.Errorf("listAttachments of a 1000-byte name = %+v, want the name cut to %d bytes", got, maxNameBytes)
-	}
-}
-
 // TestAttachmentListWhenFull checks that a list the file has no room to
 // keep is still answered, and computed again next time. Two messages of
 // long names fit the file (their sources compress well); so does the list
@@ -242,10 +201,10 @@ func TestClip(t *testing.T) {
 func TestAttachmentListWhenFull(t *testing.T) {
 	ctx := context.Background()
 	db := openDBWith(t, boltdb.Options{MaxBytes: 1 << 20})
-	long := strings.Repeat("n", maxNameBytes)
+	long := strings.Repeat("n", message.MaxNameBytes)
 	var raw strings.Builder
 	raw.WriteString("Subject: long names\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n")
-	for i := range maxListedFiles {
+	for i := range message.MaxListedFiles {
 		fmt.Fprintf(&raw, "--b\r\nContent-Type: application/%s\r\nContent-ID: <%s>\r\nContent-Disposition: attachment; filename=%s%d\r\n\r\nx\r\n", long, long, long[:250], i)
 	}
 	raw.WriteString("--b--\r\n")
@@ -261,8 +220,8 @@ func TestAttachmentListWhenFull(t *testing.T) {
 	for i, stored := range []bool{true, false, false} {
 		id := ids[min(i, 1)]
 		a, err := s.attachmentList(ctx, id)
-		if err != nil || len(a.Files) != maxListedFiles || a.Files[999].Filename != long[:250]+"999" {
-			t.Fatalf("attachmentList #%d = %d files, %v; want %d", i, len(a.Files), err, maxListedFiles)
+		if err != nil || len(a.Files) != message.MaxListedFiles || a.Files[999].Filename != long[:250]+"999" {
+			t.Fatalf("attachmentList #%d = %d files, %v; want %d", i, len(a.Files), err, message.MaxListedFiles)
 		}
 		if _, ok, err := db.Attachments(ctx, id); ok != stored || err != nil {
 			t.Errorf("after attachmentList #%d the list is stored: %v, %v; want %v", i, ok, err, stored)

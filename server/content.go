@@ -31,7 +31,7 @@ type attachmentJSON struct {
 // maxListedFiles of them, as a JSON array. A longer list is cut there, and
 // says so in headers, so that the array stays what clients parse:
 // X-Attachments-More counts the files beyond it, and X-Attachments-Partial
-// is "true" when burner stopped reading the message (maxWalkedParts) before
+// is "true" when burner stopped reading the message (message.MaxParts) before
 // its end, so that there may be more files than counted.
 func (s *Server) handleAttachments(w http.ResponseWriter, r *http.Request) {
 	a, err := s.attachmentList(r.Context(), r.PathValue("id"))
@@ -84,7 +84,7 @@ func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, links)
 }
 
-// handleCodes answers the one-time codes of an email (SPEC §7, codes.go).
+// handleCodes answers the one-time codes of an email (SPEC §7, package codes).
 // A bad pattern is refused before the email is looked up: the request's
 // own 400 comes before a 404 (SPEC §8's order). The subject is in the
 // email, the text in its content: two reads, and an email deleted between
@@ -106,14 +106,10 @@ func (s *Server) handleCodes(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if re != nil {
-		codes, err := matchCodes(re, e.Subject, c.Plain)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, codes)
+	found, err := emailCodes(re, e.Subject, c.Plain)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, findCodes(e.Subject, c.Plain))
+	writeJSON(w, http.StatusOK, found)
 }

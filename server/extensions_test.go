@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,7 +73,7 @@ func TestHeaderFilter(t *testing.T) {
 	mine := a.deliver("ci@example.com", storage.Message{Subject: ptr("run 42"), Headers: []storage.Header{{Name: "X-Test-Run", Value: "42"}}})
 	a.deliver("ci@example.com", storage.Message{Subject: ptr("run 7"), Headers: []storage.Header{{Name: "X-Test-Run", Value: "7"}}})
 	for _, q := range []string{"header=X-Test-Run:42", "header=x-test-run%3A%2042", "header=X-Test-Run:42&subject=run"} {
-		if got := a.listIDs(mustQuery(t, "to=ci&"+q)); fmt.Sprint(got) != fmt.Sprint([]string{mine.ID}) {
+		if got := a.listIDs(mustQuery(t, "to=ci&"+q)); !slices.Equal(got, []string{mine.ID}) {
 			t.Errorf("list %s = %v, want only %s", q, got, mine.ID)
 		}
 	}
@@ -92,7 +92,7 @@ func TestWaitValidation(t *testing.T) {
 	}
 	// A match already there answers at once, wait or not.
 	e := a.deliver("alice@example.com", storage.Message{Subject: ptr("here")})
-	if got := a.listIDs(mustQuery(t, "to=alice&wait=60")); fmt.Sprint(got) != fmt.Sprint([]string{e.ID}) {
+	if got := a.listIDs(mustQuery(t, "to=alice&wait=60")); !slices.Equal(got, []string{e.ID}) {
 		t.Errorf("wait=60 with a match = %v, want it at once", got)
 	}
 }

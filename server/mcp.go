@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"burner/codes"
 	"burner/storage"
 )
 
@@ -534,31 +535,10 @@ func (s *Server) toolExtractCodes(ctx context.Context, in extractCodesIn) (extra
 	return extractCodesOut{Codes: codes}, nil
 }
 
-// The seam to SPEC §7's finder (codes.go): the tools reach it only
-// through compileCodePattern and emailCodes.
-
 // compileCodePattern returns the compiled pattern, nil for "", or the
 // API's 400.
-func compileCodePattern(pattern string) (*codePattern, error) {
+func compileCodePattern(pattern string) (*codes.Pattern, error) {
 	return codesPattern(url.Values{"pattern": {pattern}})
-}
-
-// emailCodes returns the codes of an email: p's matches, or the default
-// rule's when p is nil; never nil.
-func emailCodes(p *codePattern, subject *string, text string) ([]string, error) {
-	var codes []string
-	if p != nil {
-		var err error
-		if codes, err = matchCodes(p, subject, text); err != nil {
-			return nil, err
-		}
-	} else {
-		codes = findCodes(subject, text)
-	}
-	if codes == nil {
-		codes = []string{}
-	}
-	return codes, nil
 }
 
 type deleteEmailIn struct {

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"burner/codes"
+	"burner/message"
 	"burner/storage"
 )
 
@@ -457,8 +459,8 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	codes := findCodes(e.Subject, c.Plain)
-	p.Codes, p.MoreCodes = codes[:min(len(codes), maxShownCodes)], max(len(codes)-maxShownCodes, 0)
+	found := codes.Find(e.Subject, c.Plain)
+	p.Codes, p.MoreCodes = found[:min(len(found), maxShownCodes)], max(len(found)-maxShownCodes, 0)
 	p.Links, p.MoreLinks = c.Links[:min(len(c.Links), maxShownLinks)], max(len(c.Links)-maxShownLinks, 0)
 	u.render(w, r, http.StatusOK, "email", p)
 }
@@ -508,7 +510,7 @@ func (u *webUI) handleDownload(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	writeAttachment(w, attachment{Filename: id + ".eml", ContentType: "message/rfc822", Data: raw})
+	writeAttachment(w, message.File{Filename: id + ".eml", ContentType: "message/rfc822", Data: raw})
 }
 
 // handleAttachment serves one file of a message, always as a download and

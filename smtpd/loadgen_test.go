@@ -20,6 +20,7 @@ import (
 
 	"burner/internal/benchdata"
 	"burner/internal/pgtest"
+	"burner/message"
 	"burner/storage"
 	"burner/storage/boltdb"
 	"burner/storage/postgres"
@@ -285,11 +286,11 @@ func TestLoadGenerator(t *testing.T) {
 // emails, parsed as the daemon parses them (open a copy: it is shared).
 func bigInbox(b *testing.B) string {
 	return benchdata.File(b, "smtpd-one-inbox-10000", func(path string) error {
-		p := newParser()
+		p := message.New(0)
 		mails := benchMails(10_000, 1)
 		msgs, to := make([]*storage.Message, len(mails)), make([]string, len(mails))
 		for i, m := range mails {
-			msg, _ := p.parse(m.data, "loadgen@sender.test")
+			msg, _ := p.Parse(m.data, "loadgen@sender.test")
 			msgs[i], to[i] = &msg, m.to
 		}
 		return benchdata.Fill(b, path, msgs, to)

@@ -1,6 +1,7 @@
-// Package smtpd receives mail over SMTP for burner's inbox domains, turns
-// each message into storage emails (one per accepted recipient) and commits
-// them durably before it answers 250.
+// Package smtpd receives mail over SMTP for burner's inbox domains, has
+// package message read each message, and commits it as storage emails (one
+// per accepted recipient) durably before it answers 250. It holds the
+// protocol only: the session, the wire, the limits and the metrics.
 package smtpd
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"burner/message"
 	"burner/storage"
 )
 
@@ -36,7 +38,7 @@ type Options struct {
 	DataTimeout     time.Duration // for the whole of a message's data; 10 minutes
 	WriteTimeout    time.Duration // per reply; 1 minute
 	MaxLineLength   int           // of any line, command or data; 2000 (twice RFC 5321 §4.5.3.1.6)
-	MaxBodyBytes    int           // what is kept of a body, its text and its plain part; 1 MiB (render.go)
+	MaxBodyBytes    int           // what is kept of a body, its text and its plain part; 1 MiB (message.DefaultMaxBody)
 	TLSConfig       *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
 	Metrics prometheus.Registerer
@@ -45,7 +47,7 @@ type Options struct {
 // Server is the SMTP daemon.
 type Server struct {
 	db      storage.Deliverer
-	parser  *parser
+	parser  *message.Parser
 	log     *slog.Logger
 	domains map[string]bool
 	smtp    *smtp.Server
@@ -107,11 +109,7 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 	if opts.MaxLineLength == 0 {
 		opts.MaxLineLength = 2000
 	}
-	p := newParser()
-	if opts.MaxBodyBytes > 0 {
-		p.maxBody = opts.MaxBodyBytes
-	}
-	s := &Server{db: db, parser: p, log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
+	s := &Server{db: db, parser: message.New(opts.MaxBodyBytes), log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
 		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
 		bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
@@ -319,7 +317,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.bigSlots <- struct{}{}
 		defer func() { <-ss.srv.bigSlots }()
 	}
-	msg, perr := ss.srv.parser.parse(raw, ss.from)
+	msg, perr := ss.srv.parser.Parse(raw, ss.from)
 	if perr != nil {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}

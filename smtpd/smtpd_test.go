@@ -14,6 +14,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"burner/message"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
@@ -269,12 +270,13 @@ func TestPanicInSessionIs451(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := New(db, Options{}, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	srv.parser = &parser{maxBody: defaultMaxBody} // a nil bluemonday policy panics in Sanitize
+	srv.parser = &message.Parser{} // a nil bluemonday policy panics sanitizing HTML
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	for i := range 2 { // the second connection shows the daemon still serves
 		c := dial(t, ln.Addr().String())
-		wantCode(t, fmt.Sprint("DATA that panics, try ", i), c.SendMail("a@sender.test", []string{"p@inbox.test"}, strings.NewReader(simple)), 451)
+		html := "From: Ann Example <ann@sender.test>\r\nContent-Type: text/html\r\n\r\n<p>Hi there</p>\r\n"
+		wantCode(t, fmt.Sprint("DATA that panics, try ", i), c.SendMail("a@sender.test", []string{"p@inbox.test"}, strings.NewReader(html)), 451)
 	}
 	if es := list(t, db, "p"); len(es) != 0 {
 		t.Errorf("stored %+v after a panic, want nothing", es)

@@ -33,7 +33,7 @@ func TestGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, committed) {
-		t.Errorf("client.gen.go is not what %s generates; run go generate ./server/internal/apiclient\n%s", document, firstDiff(string(committed), string(got)))
+		t.Errorf("client.gen.go is not what %s generates; run go generate in server/internal/apiclient\n%s", document, firstDiff(string(committed), string(got)))
 	}
 }
 

@@ -332,7 +332,7 @@ type ClientInterface interface {
 
 	// ListAttachments The files of a message
 	//
-	// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition or a file name, parts of a type other than text/plain and text/html, and attached messages whole.
+	// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition, text/plain and text/html parts with a file name that follow a text part of their kind, parts of any other type, and attached messages whole.
 	//
 	// Corresponds with GET /api/v1/emails/{id}/attachments (the `ListAttachments` operationId).
 	ListAttachments(ctx context.Context, id EmailID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -470,7 +470,7 @@ func (c *Client) GetEmail(ctx context.Context, id EmailID, reqEditors ...Request
 
 // ListAttachments The files of a message
 //
-// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition or a file name, parts of a type other than text/plain and text/html, and attached messages whole.
+// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition, text/plain and text/html parts with a file name that follow a text part of their kind, parts of any other type, and attached messages whole.
 //
 // Corresponds with GET /api/v1/emails/{id}/attachments (the `ListAttachments` operationId).
 func (c *Client) ListAttachments(ctx context.Context, id EmailID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1385,7 +1385,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListAttachmentsWithResponse The files of a message
 	//
-	// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition or a file name, parts of a type other than text/plain and text/html, and attached messages whole.
+	// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition, text/plain and text/html parts with a file name that follow a text part of their kind, parts of any other type, and attached messages whole.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2787,7 +2787,7 @@ func (c *ClientWithResponses) GetEmailWithResponse(ctx context.Context, id Email
 
 // ListAttachmentsWithResponse The files of a message
 //
-// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition or a file name, parts of a type other than text/plain and text/html, and attached messages whole.
+// Every part of the message that is not its text, in the order they appear: parts with an attachment disposition, text/plain and text/html parts with a file name that follow a text part of their kind, parts of any other type, and attached messages whole.
 //
 // Returns a wrapper object for the known response body format(s).
 //

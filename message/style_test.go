@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"strings"
@@ -63,7 +63,7 @@ func TestRender(t *testing.T) {
 		{`<a href="https://example.com/?style=1" title="style=x">y</a>`, `<a href="https://example.com/?style=1" title="style=x">y</a>`, "y"},
 		{`<p style="color: red">one</p><p style="display: none">two</p>`, `<p style="color: red">one</p><p>two</p>`, "one\ntwo"},
 	} {
-		clean, text, _ := render(tc.body, defaultMaxBody, false)
+		clean, text, _ := render(tc.body, DefaultMaxBody, false)
 		if clean != tc.want {
 			t.Errorf("render(%q) body = %q, want %q", tc.body, clean, tc.want)
 		}
@@ -111,7 +111,7 @@ func FuzzCleanStyle(f *testing.F) {
 // attribute through the whole sanitizer: render finds each one only in
 // bluemonday's spelling, so each must come out filtered.
 func TestSanitizeStyleSpellings(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	for _, html := range []string{
 		`<DIV STYLE="color: red; background: url(javascript:alert(1))">x</DIV>`,
 		`<div style = "color: red; width: expression(alert(1))">x</div>`,

@@ -1,4 +1,4 @@
-package server
+package apiclient_test
 
 import (
 	"bufio"
@@ -182,7 +182,7 @@ func (p *sentParams) record(_ context.Context, req *http.Request) error {
 }
 
 // TestOpenAPIClient calls every operation of openapi.json through the Go
-// client oapi-codegen generates from it (server/internal/apiclient),
+// client oapi-codegen generates from it (this package),
 // against the real handler and data file, and checks what the client
 // decodes: the 2xx answers and errors of each route, and for every
 // operation the 401 and the 405 with their headers.

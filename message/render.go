@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 // The text-to-HTML step and the last pass over a sanitized body: what a
 // message's body, visible text and links become.
@@ -464,7 +464,7 @@ func spaceLen(s []byte) int {
 // more than a small factor before the cap applies: the parts were read up
 // to readLimit, plainToHTML stops at the cap, and render keeps at most the
 // cap of what bluemonday made.
-func (p *parser) body(m *storage.Message, parts *textParts) {
+func (p *Parser) body(m *storage.Message, parts *textParts) {
 	var plain string
 	if parts.plain != nil {
 		plain = cutText(strings.TrimSpace(normalizeNewlines(*parts.plain)), p.maxBody, parts.plainCut)
@@ -496,7 +496,7 @@ func (p *parser) body(m *storage.Message, parts *textParts) {
 // bluemonday may write five times what it reads ("&" is "&amp;"), so it
 // writes into a buffer that takes the cap and one byte more and then
 // stops it: render cuts what is past the cap anyway.
-func (p *parser) sanitize(html string, cut bool) (body, text string, links []string) {
+func (p *Parser) sanitize(html string, cut bool) (body, text string, links []string) {
 	w := &capWriter{max: p.maxBody + 1}
 	w.buf.Grow(min(len(html), w.max))
 	// NUL has no place in HTML (browsers replace it); bluemonday would

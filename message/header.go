@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"bytes"
@@ -539,6 +539,20 @@ func parseMediaType(v string) (string, map[string]string, bool) {
 	if typ, sub, ok := strings.Cut(t, "/"); !ok || typ == "" || sub == "" || strings.ContainsAny(typ+sub, "/ \t\"") {
 		return "", nil, false
 	}
+	return t, parseParams(rest), true
+}
+
+// parseDisposition returns the lower-case disposition of the
+// Content-Disposition value v ("attachment", "inline", "" when none) and
+// its parameters, read as parseMediaType reads a Content-Type's.
+func parseDisposition(v string) (string, map[string]string) {
+	d, rest, _ := strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(stripComments(d))), parseParams(rest)
+}
+
+// parseParams reads the parameters after a media type's or a
+// disposition's first ";", as parseMediaType says.
+func parseParams(rest string) map[string]string {
 	type section struct {
 		value    string
 		extended bool // value is charset'lang'pct-encoded (first) or pct-encoded
@@ -626,7 +640,7 @@ func parseMediaType(v string) (string, map[string]string, bool) {
 		}
 		params[base] = value
 	}
-	return t, params, true
+	return params
 }
 
 // decode2231 decodes the value of an RFC 2231 parameter name*=value.

@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"os"
@@ -33,14 +33,14 @@ var tagHTML = []string{
 // TagName and TagAttr on every tag of tagHTML, of bluemonday's output of
 // it, and of the golden messages' bodies.
 func TestRawTagToken(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	inputs := append([]string(nil), tagHTML...)
 	for _, in := range tagHTML {
 		inputs = append(inputs, p.policy.Sanitize(in))
 	}
 	for _, raw := range goldenSources(t) {
 		inputs = append(inputs, string(raw))
-		if m, _ := p.parse(raw, goldenEnvelope); m.Body != nil {
+		if m, _ := p.Parse(raw, goldenEnvelope); m.Body != nil {
 			inputs = append(inputs, *m.Body)
 		}
 	}
@@ -65,7 +65,7 @@ func fuzzHTML(f *testing.F, seeds []string, check func(t *testing.T, in string))
 	for _, in := range seeds {
 		f.Add(in)
 	}
-	p := newParser()
+	p := New(0)
 	f.Fuzz(func(t *testing.T, in string) {
 		check(t, in)
 		check(t, p.policy.Sanitize(in))
@@ -140,14 +140,14 @@ lines</p>`,
 // is the token xhtml.Tokenizer reads, on bodyHTML, bluemonday's output of
 // tagHTML and bodyHTML, and the golden messages.
 func TestBMTokens(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	var inputs []string
 	for _, in := range append(append([]string(nil), tagHTML...), bodyHTML...) {
 		inputs = append(inputs, in, p.policy.Sanitize(in))
 	}
 	for _, raw := range goldenSources(t) {
 		inputs = append(inputs, string(raw))
-		if m, _ := p.parse(raw, goldenEnvelope); m.Body != nil {
+		if m, _ := p.Parse(raw, goldenEnvelope); m.Body != nil {
 			inputs = append(inputs, *m.Body, p.policy.Sanitize(string(raw)))
 		}
 	}
@@ -220,7 +220,7 @@ func checkBMTokens(t *testing.T, in string) bool {
 // TestRenderBMTokens checks that render gives what it gives through the
 // tokenizer alone, at caps that cut each body in many places.
 func TestRenderBMTokens(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	var bodies []string
 	for _, in := range append(append([]string(nil), tagHTML...), bodyHTML...) {
 		bodies = append(bodies, in, p.policy.Sanitize(in))
@@ -241,7 +241,7 @@ func FuzzRenderBMTokens(f *testing.F) {
 	for _, in := range append(append([]string(nil), tagHTML...), bodyHTML...) {
 		f.Add(in, 1000)
 	}
-	p := newParser()
+	p := New(0)
 	f.Fuzz(func(t *testing.T, in string, limit int) {
 		if limit < 0 || limit > 1<<20 {
 			return
@@ -266,9 +266,9 @@ func checkRender(t *testing.T, body string, limit int, cut bool) {
 // TestBMTokensNewsletter checks that bmTokens reads bluemonday's output of
 // realistic newsletters whole, so that render takes its fast way for them.
 func TestBMTokensNewsletter(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	for i, nl := range benchdata.Batch(20, 3) {
-		m, err := p.parse(nl.Data(), "loadgen@sender.test")
+		m, err := p.Parse(nl.Data(), "loadgen@sender.test")
 		if err != nil || m.Body == nil {
 			t.Fatalf("newsletter %d: body %v, err %v", i, m.Body, err)
 		}

@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"bytes"
@@ -422,14 +422,14 @@ func htmlMail(t *testing.T, part, enc string, alternative bool) []byte {
 }
 
 func TestXSSCorpus(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	for _, v := range xssVectors {
 		t.Run(v.name, func(t *testing.T) {
 			part := "<p>Dear customer,</p>\n" + v.html + "\n<p>Regards</p>"
 			for _, enc := range []string{"8bit", "quoted-printable", "base64"} {
 				for _, alternative := range []bool{false, true} {
 					raw := htmlMail(t, part, enc, alternative)
-					m, err := p.parse(raw, "mallory@evil.example")
+					m, err := p.Parse(raw, "mallory@evil.example")
 					if err != nil {
 						t.Fatalf("parse(%s, alternative=%v) returned error %v", enc, alternative, err)
 					}
@@ -454,7 +454,7 @@ func FuzzSanitize(f *testing.F) {
 	for _, v := range xssVectors {
 		f.Add(v.html)
 	}
-	p := newParser()
+	p := New(0)
 	f.Fuzz(func(t *testing.T, html string) {
 		body, _, _ := p.sanitize(html, false)
 		if reason := unsafeTree(body); reason != "" {
@@ -504,7 +504,7 @@ func TestUnsafeHTML(t *testing.T) {
 }
 
 func TestBenignFormattingSurvives(t *testing.T) {
-	p := newParser()
+	p := New(0)
 	for _, tc := range []struct {
 		name, html string
 		want       []string // substrings of the sanitized body
@@ -534,7 +534,7 @@ func TestBenignFormattingSurvives(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := htmlMail(t, tc.html, "quoted-printable", true)
-			m, err := p.parse(raw, "shop@example.com")
+			m, err := p.Parse(raw, "shop@example.com")
 			if err != nil {
 				t.Fatalf("parse(%q) returned error %v", tc.html, err)
 			}

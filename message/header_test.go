@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"maps"
@@ -160,6 +160,27 @@ func TestParseMediaType(t *testing.T) {
 	}
 }
 
+// TestParseDisposition checks that a Content-Disposition's parameters are
+// read as a Content-Type's are, RFC 2231 and all.
+func TestParseDisposition(t *testing.T) {
+	for _, tt := range []struct {
+		in     string
+		disp   string
+		params map[string]string
+	}{
+		{"", "", nil},
+		{"inline", "inline", nil},
+		{`ATTACHMENT; filename="a b.pdf"`, "attachment", map[string]string{"filename": "a b.pdf"}},
+		{"attachment (a comment); filename*=UTF-8''r%C3%A9sum%C3%A9.txt", "attachment", map[string]string{"filename": "résumé.txt"}},
+		{"attachment; filename*0=\"long\"; filename*1=\".txt\"", "attachment", map[string]string{"filename": "long.txt"}},
+	} {
+		disp, params := parseDisposition(tt.in)
+		if disp != tt.disp || !maps.Equal(params, tt.params) {
+			t.Errorf("parseDisposition(%q) = %q, %q; want %q, %q", tt.in, disp, params, tt.disp, tt.params)
+		}
+	}
+}
+
 // TestDecodeHostileHeaders parses headers built to make a careless
 // decoder quadratic: many broken encoded words, and many colons after an
 // address has begun. At 300 KiB each, quadratic work would take hours and
@@ -169,7 +190,7 @@ func TestDecodeHostileHeaders(t *testing.T) {
 	for _, unit := range []string{"=?a?q?", "=?utf-8?q?x", "@:", "(", "<@", "=?utf-8?b?=?="} {
 		v := strings.Repeat(unit, size/len(unit))
 		raw := "From: " + v + "\r\nSubject: " + v + "\r\nContent-Type: text/plain; a*0*=" + v + "\r\n\r\nbody\r\n"
-		m, err := newParser().parse([]byte(raw), "bounce@example.test")
+		m, err := New(0).Parse([]byte(raw), "bounce@example.test")
 		if err != nil {
 			t.Fatalf("parse(%q × %d) returned error %v", unit, size/len(unit), err)
 		}

@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 import (
 	"bytes"
@@ -271,11 +271,11 @@ func corpusMessage(subjects []corpusSubject, froms []corpusFrom, bodies []corpus
 
 func TestParseCorpus(t *testing.T) {
 	subjects, froms, bodies := corpusSubjects(t), corpusFroms(t), corpusBodies(t)
-	p := newParser()
+	p := New(0)
 	got := map[string]golden{}
 	for i := range corpusSize {
 		name, raw, s, f, b := corpusMessage(subjects, froms, bodies, i)
-		m, err := p.parse(raw, corpusEnvelope)
+		m, err := p.Parse(raw, corpusEnvelope)
 		if err != nil {
 			t.Errorf("%s: parse returned error %v", name, err)
 			continue

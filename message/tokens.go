@@ -1,4 +1,4 @@
-package smtpd
+package message
 
 // The two ways render reads the tokens of a sanitized body. bluemonday
 // writes HTML in a narrow form: escaped text, and tags of a lower-case
