@@ -65,6 +65,7 @@ func Run(t *testing.T, open Opener) {
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 		{"Outbox", testOutbox}, // outbox.go; skipped for a store without storage.Outbox
+		{"Leases", testLeases}, // lease.go; skipped as Outbox is
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
