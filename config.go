@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 // Config is burner's configuration; config.example.toml documents each key.
 type Config struct {
 	Data      string          `toml:"data"`
+	Node      string          `toml:"node"`
 	SMTP      SMTPConfig      `toml:"smtp"`
 	HTTP      HTTPConfig      `toml:"http"`
 	Retention RetentionConfig `toml:"retention"`
@@ -190,6 +192,9 @@ func (c Config) validate() error {
 	var errs []error
 	if c.Data == "" {
 		errs = append(errs, errors.New("data: must name a file"))
+	}
+	if len(c.Node) > 200 || strings.TrimSpace(c.Node) != c.Node || strings.ContainsFunc(c.Node, unicode.IsControl) {
+		errs = append(errs, fmt.Errorf("node: %q must be at most 200 characters, without control characters or spaces around it", c.Node))
 	}
 	for name, addr := range map[string]string{"smtp.listen": c.SMTP.Listen, "http.listen": c.HTTP.Listen} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {

@@ -63,6 +63,7 @@ type app struct {
 	log                   *slog.Logger
 	db                    storage.Store
 	data                  string // the data file's path
+	node                  string // this node's name (nodeName)
 	smtpLn, httpLn, ctlLn net.Listener
 	mta                   *smtpd.Server
 	httpSrv, ctlSrv       *http.Server
@@ -82,6 +83,23 @@ func (a *app) smtpReady() error {
 		return errors.New("the SMTP server is not serving")
 	}
 	return nil
+}
+
+// nodeName returns the name of this node among the nodes of one store
+// (SPEC §9, §10; docs/scale.md): the node setting, or else the host's name
+// and the address the SMTP server is bound to, such as
+// "mx1.example.test/[::]:25". It stays the same across restarts, so that a
+// node takes back the webhook leases of its earlier run, and differs
+// between two nodes on one host, which cannot bind the same address.
+func nodeName(node string, smtp net.Addr) string {
+	if node != "" {
+		return node
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + "/" + smtp.String()
 }
 
 // newRegistry returns the Prometheus registry of one appliance: the Go
@@ -181,9 +199,9 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		Name: "burner_sweeper_deleted_total", Help: "Emails deleted by retention.",
 	})
 	reg.MustRegister(a.sweptTotal)
+	a.node = nodeName(cfg.Node, a.smtpLn.Addr())
 	if ob, ok := a.db.(storage.Outbox); ok {
-		node, _ := os.Hostname()
-		a.webhooks, err = server.NewWebhooks(ob, server.WebhookOptions{Hooks: webhooks, Node: node, Metrics: reg},
+		a.webhooks, err = server.NewWebhooks(ob, server.WebhookOptions{Hooks: webhooks, Node: a.node, Metrics: reg},
 			log.With("component", "webhooks"))
 		if err != nil {
 			return nil, err
@@ -259,7 +277,7 @@ func (a *app) run(ctx context.Context) error {
 	defer a.db.Close() // 3. last, once nothing can write
 	defer signal.Stop(a.hup)
 	a.log.Info("burner started", "version", buildVersion(), "smtp", a.smtpLn.Addr().String(), "smtp_starttls", a.smtpCert != nil,
-		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", showData(a.data))
+		"http", a.httpLn.Addr().String(), "https", a.httpCert != nil, "data", showData(a.data), "node", a.node)
 	errc := make(chan error, 3)
 	go func() {
 		err := a.mta.Serve(a.smtpLn)

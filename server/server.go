@@ -97,6 +97,9 @@ func New(db storage.Store, opts Options, log *slog.Logger) *Server {
 		reg = opts.Metrics
 	}
 	s.metrics = newHTTPMetrics(reg)
+	if reg != nil {
+		reg.MustRegister(s.newHealthGauge())
+	}
 	s.handler = s.logRequests(s.recoverPanics(secureHeaders(s.limitQuery(s.routes()))))
 	s.control = s.logRequests(s.recoverPanics(secureHeaders(s.controlRoutes())))
 	return s

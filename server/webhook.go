@@ -120,12 +120,21 @@ const (
 	webhookFirstDelay = 5 * time.Second  // after the first failure, ±20%
 	webhookMaxDelay   = time.Hour        // between two attempts
 	webhookMaxAge     = 24 * time.Hour   // from receivedAt, then dropped
+	// An event is leased for at most this long, and the lease is renewed
+	// while its request is in flight, so that a node that dies delays
+	// its events by seconds, not minutes.
+	webhookLease = 30 * time.Second
 )
 
 // WebhookOptions tune NewWebhooks. The zero value gives SPEC §9's rules.
 type WebhookOptions struct {
 	Hooks []Webhook
-	// Node names this process in the leases of the outbox (SPEC §10).
+	// Node names this node in the leases of the outbox (SPEC §9, §10):
+	// the same across its restarts, so that a node that starts takes back
+	// at once the leases of its earlier run (storage.Outbox
+	// ReclaimLeases), and distinct between nodes, or one would take the
+	// other's. main gives the node setting, or the host's name and the
+	// SMTP address (docs/scale.md).
 	Node string
 	// Metrics, when set, receives the webhook series.
 	Metrics prometheus.Registerer
@@ -139,6 +148,10 @@ type WebhookOptions struct {
 	Poll time.Duration
 	// Timeout bounds an attempt; 0 means 10 s.
 	Timeout time.Duration
+	// Lease is how long a claim keeps an event from other claims; it is
+	// renewed every third of it while the event's attempt runs. 0 means
+	// 30 s.
+	Lease time.Duration
 	// DropEvery is how often events past 24 h are dropped; 0 means one
 	// minute.
 	DropEvery time.Duration
@@ -180,6 +193,9 @@ func NewWebhooks(ob storage.Outbox, opts WebhookOptions, log *slog.Logger) (*Web
 	}
 	if opts.DropEvery == 0 {
 		opts.DropEvery = time.Minute
+	}
+	if opts.Lease == 0 {
+		opts.Lease = webhookLease
 	}
 	if opts.Node == "" {
 		opts.Node = "burner"
@@ -231,6 +247,13 @@ func webhookBackoff(n int) time.Duration {
 func (w *Webhooks) Run(ctx context.Context) {
 	// What expired while burner was down goes first, unsent.
 	w.dropExpired(ctx)
+	// SPEC §9: what this node's earlier run had in flight when it died is
+	// due at once, not when its leases end.
+	if n, err := w.ob.ReclaimLeases(ctx, w.opts.Node); err != nil && ctx.Err() == nil {
+		w.log.Error("taking back the webhook leases of an earlier run failed", "node", w.opts.Node, "err", err)
+	} else if n > 0 {
+		w.log.Info("webhook leases of an earlier run taken back", "node", w.opts.Node, "events", n)
+	}
 	var wg sync.WaitGroup
 	for _, h := range w.hooks {
 		wg.Add(1)
@@ -284,9 +307,7 @@ func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
 		if free := webhookInFlight - inFlight; free > 0 {
 			evs, err := w.ob.ClaimEvents(ctx, storage.Claim{
 				Hook: h.id, Node: w.opts.Node, Now: w.opts.Now(),
-				// Past the timeout, so that no other claim takes an event
-				// still in flight.
-				Lease: 2*w.opts.Timeout + time.Minute, Max: free,
+				Lease: w.opts.Lease, Max: free, // renewed while in flight (attempt)
 			})
 			if err != nil && ctx.Err() == nil {
 				w.log.Error("claiming webhook events failed", "hook", h.id, "err", err)
@@ -315,6 +336,7 @@ func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
 // attempt POSTs e to h once and records the outcome: done, or due again
 // after the backoff, or dropped past 24 h.
 func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) {
+	defer w.keepLease(ctx, e)()
 	// Not canceled with ctx: a request in flight at shutdown finishes, so
 	// that a receiver that answers gets the event once.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Timeout)
@@ -354,6 +376,38 @@ func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) 
 	}
 	w.log.Debug("webhook attempt failed", "hook", h.id, "email_id", e.Email.ID, "attempts", e.Attempts,
 		"next_attempt", next, "err", why)
+}
+
+// keepLease renews the lease of e every third of Options.Lease until the
+// function it returns is called, so that no other claim takes e while its
+// request, or the store's record of its outcome, is in flight (SPEC §9).
+// The function returns once the renewing has stopped.
+func (w *Webhooks) keepLease(ctx context.Context, e storage.Event) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(w.opts.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			// As the attempt, it outlives ctx: a request in flight at
+			// shutdown finishes, and keeps its event meanwhile.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Lease/3)
+			err := w.ob.RenewLease(rctx, e, w.opts.Now().Add(w.opts.Lease))
+			cancel()
+			if err != nil {
+				w.log.Warn("renewing a webhook lease failed: another node may send the event too", "hook", e.Hook, "email_id", e.Email.ID, "err", err)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // post sends e to h, signed at now, and returns the answer's status.

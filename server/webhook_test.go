@@ -326,8 +326,10 @@ func TestWebhooksRetry(t *testing.T) {
 	var tick atomic.Int64 // the worker's clock moves a second at each look
 	start := time.Now()
 	now := func() time.Time { return start.Add(time.Duration(tick.Add(1)) * time.Second) }
+	// A lease of an hour of that clock: 30 s of it pass in a third of a
+	// real second, before the renewal (every 10 real seconds) comes.
 	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Metrics: reg, Now: now, Poll: 10 * time.Millisecond,
-		Timeout: 200 * time.Millisecond, Backoff: func(int) time.Duration { return time.Millisecond }})
+		Timeout: 200 * time.Millisecond, Lease: time.Hour, Backoff: func(int) time.Duration { return time.Millisecond }})
 
 	e := sendTo(t, db, "retry me", "bob@x.test")[0]
 	waitFor(t, "a delivery after three failures", func() bool {

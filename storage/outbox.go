@@ -71,6 +71,19 @@ type Outbox interface {
 	// RetryEvent stores e.Attempts and makes e due again at next, and
 	// ends its lease. It is not an error when e is gone already.
 	RetryEvent(ctx context.Context, e Event, next time.Time) error
+	// RenewLease extends to until the lease that a ClaimEvents of this
+	// store gave e, while the store still holds it: not once e is settled,
+	// nor once its lease has ended and passed to another claim. So a
+	// worker keeps a short lease on an event whose request is in flight
+	// (SPEC §9). It is not an error when e is gone or no longer leased.
+	RenewLease(ctx context.Context, e Event, until time.Time) error
+	// ReclaimLeases ends every lease that a claim with Claim.Node node
+	// made through another opening of the store (an earlier run of the
+	// same node, which ended without settling its events, as after a
+	// kill -9), so that their events are due at once, and returns how many
+	// it ended. The leases of this opening stay. A node calls it once as
+	// it starts (SPEC §9: a node takes back its own earlier leases).
+	ReclaimLeases(ctx context.Context, node string) (int, error)
 	// DropEvents removes every event whose email was received before
 	// before, and returns how many it removed, by hook.
 	DropEvents(ctx context.Context, before time.Time) (map[string]int, error)

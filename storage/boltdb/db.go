@@ -82,6 +82,7 @@ type DB struct {
 	maxBytes    int64
 
 	commits storage.GroupCommit[*delivery] // the group commit of Deliver
+	writes  storage.WriteHealth            // whether Deliver's last commit failed (SPEC §5)
 
 	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
 	outbox outbox         // leases and outcomes of webhook events (outbox.go)

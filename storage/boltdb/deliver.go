@@ -60,6 +60,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	}
 	db.planEvents(d, msg, locals)
 	db.commits.Do(d, db.commitBatch)
+	db.writes.Observe(d.err, db.now())
 	if err := d.err; err != nil {
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
@@ -159,7 +160,8 @@ func (db *DB) commitBatch(batch []*delivery) {
 		d.err = fail // until the commit says otherwise, even after a panic
 	}
 	update := func(ds []*delivery) error {
-		return db.bolt.Update(func(tx *bolt.Tx) error {
+		var putErr error
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			// Content keys only grow, so a page that splits is never
 			// written again and can be full. An inbox's email keys grow
 			// too, but 100 inboxes append in 100 places: measured, 0.75
@@ -172,12 +174,19 @@ func (db *DB) commitBatch(batch []*delivery) {
 			tx.Bucket(bucketRaw).FillPercent = 1.0
 			tx.Bucket(bucketEmails).FillPercent = 0.75
 			for _, d := range ds {
-				if err := d.put(tx, db.maxPerInbox); err != nil {
-					return err
+				if putErr = d.put(tx, db.maxPerInbox); putErr != nil {
+					return putErr
 				}
 			}
 			return nil
 		})
+		if err != nil && putErr == nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
+			// The writes to the file failed, not the mail: a disk
+			// that filled up although checkRoom counted free pages
+			// enough, or an I/O error (SPEC §5: /healthz tells).
+			err = fmt.Errorf("%w: %w", storage.ErrWriteFailed, err)
+		}
+		return err
 	}
 	err := update(batch)
 	if err == nil || len(batch) == 1 {

@@ -92,9 +92,10 @@ const healthRoom = 4 << 10
 
 // CheckWritable commits an empty write transaction, then makes Deliver's
 // check of room (checkRoom) for a small message. It fails when the file is
-// closed or the disk refuses writes, and with an error wrapping ErrFull
+// closed or the disk refuses writes, with an error wrapping ErrFull
 // while new mail would be refused for want of space (Options.MaxBytes, or
-// a full disk). The commit costs an fsync, so callers should not run it
+// a full disk), and with one wrapping ErrWriteFailed while the last
+// delivery's commit failed and none has succeeded since. The commit costs an fsync, so callers should not run it
 // per request.
 func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -112,5 +113,7 @@ func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := db.checkRoom(healthRoom); err != nil {
 		return fmt.Errorf("no room for new mail: %w", err)
 	}
-	return nil
+	// The empty commit above fits in the file's free pages, and so may
+	// the small message: what a real delivery met tells more.
+	return db.writes.Err()
 }

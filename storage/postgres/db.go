@@ -84,6 +84,7 @@ type DB struct {
 	node        string // this DB's name in the payloads of its notifications
 
 	commits storage.GroupCommit[*delivery] // the batched commit of Deliver
+	writes  storage.WriteHealth            // whether Deliver's last commit failed (SPEC §5)
 
 	changes  storage.Notifier
 	waitedMu sync.Mutex
@@ -211,8 +212,11 @@ func (db *DB) Close() error {
 }
 
 // CheckWritable fails when the database cannot take a write now (an error
-// wrapping storage.ErrUnavailable when it cannot be reached), and with an
-// error wrapping ErrFull when it is at Options.MaxBytes.
+// wrapping storage.ErrUnavailable when it cannot be reached), with an
+// error wrapping ErrFull when it is at Options.MaxBytes, and with one
+// wrapping storage.ErrWriteFailed while the last delivery's commit failed
+// for a storage reason (a full disk, an I/O error) and none has succeeded
+// since (SPEC §5).
 func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -223,6 +227,11 @@ func (db *DB) CheckWritable(ctx context.Context) error {
 		return fmt.Errorf("check writable: %w", db.fail(err))
 	}
 	if err := db.checkRoom(ctx, 0, true); err != nil {
+		return fmt.Errorf("check writable: %w", err)
+	}
+	// The update above fits in the page of its one row: a disk that
+	// filled up fails only the writes that grow a table.
+	if err := db.writes.Err(); err != nil {
 		return fmt.Errorf("check writable: %w", err)
 	}
 	return nil
@@ -272,7 +281,11 @@ func unavailable(err error) error {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "53100": // disk_full
-			return fmt.Errorf("%w: %w", storage.ErrFull, err)
+			return fmt.Errorf("%w: %w: %w", storage.ErrFull, storage.ErrWriteFailed, err)
+		case pgErr.Code[:2] == "53" && pgErr.Code != "53300", // insufficient resources (53300, too many connections, below)
+			pgErr.Code[:2] == "58", // system error: an I/O error of the server
+			pgErr.Code[:2] == "XX": // internal error: data corrupted
+			return fmt.Errorf("%w: %w", storage.ErrWriteFailed, err)
 		case pgErr.Code[:2] == "08", // connection exception
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutting down, starting up
 			pgErr.Code == "53300", // too many connections

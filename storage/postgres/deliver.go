@@ -58,8 +58,11 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// The leader's context must not cancel the others' commit.
 	db.commits.Do(d, func(batch []*delivery) { db.commitBatch(context.WithoutCancel(ctx), batch) })
 	if err := d.err; err != nil {
-		return nil, fmt.Errorf("deliver: %w", db.fail(err))
+		err = db.fail(err)
+		db.writes.Observe(err, db.now())
+		return nil, fmt.Errorf("deliver: %w", err)
 	}
+	db.writes.Observe(nil, db.now())
 	emails := make([]storage.Email, len(to))
 	for i, addr := range to {
 		emails[i] = msg.Email(d.ids[i].String(), addr, storage.FromMilli(d.times[i]))

@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
 		{"Outbox", testOutbox}, // outbox.go; skipped for a store without storage.Outbox
+		{"Leases", testLeases}, // lease.go; skipped as Outbox is
 		// copy.go; skipped for a store without storage.Exporter and storage.Importer
 		{"Copy", testCopy},
 		{"ImportRefusesKeys", testImportRefusesKeys},

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"burner/storage/boltdb"
+)
+
+// TestWebhooksLeaseRenewed: a request that outlasts the lease keeps its
+// event from the other workers, as its lease is renewed while it is in
+// flight (SPEC §9): two workers on one store, leases of 300 ms, and a
+// receiver that answers after 1.5 s get one request, not several.
+func TestWebhooksLeaseRenewed(t *testing.T) {
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	})
+	hook := Webhook{URL: rc.URL, Secret: testSecret}
+	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	for _, node := range []string{"a", "b"} {
+		startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Node: node, Poll: 10 * time.Millisecond,
+			Timeout: 5 * time.Second, Lease: 300 * time.Millisecond})
+	}
+	sendTo(t, db, "slow", "alice@x.test")
+	waitFor(t, "the event delivered", func() bool { w, _ := db.Waiting(context.Background()); return len(w) == 0 })
+	if got := rc.requests(); len(got) != 1 || rc.most.Load() != 1 {
+		t.Errorf("the receiver got %d requests, at most %d at once; want 1: the lease was renewed while it was in flight", len(got), rc.most.Load())
+	}
+}
