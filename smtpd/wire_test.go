@@ -2,6 +2,7 @@ package smtpd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"net/netip"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -133,7 +135,8 @@ func TestBDATChunks(t *testing.T) {
 }
 
 // SPEC §2: <CRLF>.<CRLF> ends DATA whatever precedes it, a bare CR
-// included; a bare CR or LF is never a line end around the final dot.
+// included; a bare CR or LF is never a line end around the final dot. A
+// bare LF ends a line for the dot-stuffing, as in Postfix.
 func TestDataEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name, data string
@@ -143,7 +146,10 @@ func TestDataEnd(t *testing.T) {
 		{"bare CRs, then a stuffed dot", "Subject: cr\r\n\r\na\r\r\r\n..b\r\n.\r\n", "Subject: cr\r\n\r\na\r\r\r\n.b\r\n"},
 		{"stuffed dot", "Subject: dot\r\n\r\n..leading\r\n.\r\n", "Subject: dot\r\n\r\n.leading\r\n"},
 		{"empty", ".\r\n", ""},
-		{"LF dot CRLF is data", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
+		{"LF dot CRLF is data", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\n\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
+		{"LF dot LF is data", "Subject: s\n\na\n.\nMAIL FROM:<x@evil.test>\nb\r\n.\r\n", "Subject: s\n\na\n\nMAIL FROM:<x@evil.test>\nb\r\n"},
+		{"stuffed dot after LF", "Subject: lf\n\n..leading\n\r\n.\r\n", "Subject: lf\n\n.leading\n\r\n"},
+		{"LF lines, then CRLF dot CRLF", "Subject: lf\n\none\ntwo\n\r\n.\r\n", "Subject: lf\n\none\ntwo\n\r\n"},
 		{"CR dot CRLF is data", "Subject: s\r\n\r\na\r.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\r.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
 		{"CRLF dot LF is data", "Subject: s\r\n\r\na\r\n.\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\r\n\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
 		{"CRLF dot CR is data", "Subject: s\r\n\r\na\r\n.\rMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\r\n\rMAIL FROM:<x@evil.test>\r\nb\r\n"},
@@ -171,27 +177,40 @@ func TestDataEnd(t *testing.T) {
 	}
 }
 
-// SPEC §2: a data line over max_line_length is a permanent 554 5.6.0 at
-// the end of the data; nothing is stored and the session goes on.
-func TestLongLineInData(t *testing.T) {
+// SPEC §2: message lines have no length limit of their own, and LF-only
+// mail is taken as it is: each is stored byte for byte, on one connection.
+func TestLongLinesInData(t *testing.T) {
 	db := openDB(t)
 	c := dialRaw(t, startDaemon(t, db, Options{}))
-	c.envelope("long@inbox.test")
-	c.send("DATA\r\n")
-	c.want(354, "DATA")
-	c.send("Subject: long\r\n\r\n" + strings.Repeat("a", 3000) + "\r\nafter\r\n.\r\n")
-	if msg := c.want(554, "DATA with a 3000-byte line"); !strings.HasPrefix(msg, "5.6.0 ") {
-		t.Errorf("reply text %q, want the enhanced code 5.6.0", msg)
+	c.send("EHLO raw.test\r\n")
+	c.want(250, "EHLO")
+	var lfOnly strings.Builder
+	lfOnly.WriteString("From: News <news@sender.test>\nSubject: lf only\nContent-Type: text/plain\n\n")
+	for lfOnly.Len() < 4096 {
+		lfOnly.WriteString("A newsletter line written in an editor that ends lines with LF.\n")
 	}
-	// A line exactly at the limit is fine, on the same connection.
-	c.mail("long@inbox.test")
-	c.send("DATA\r\n")
-	c.want(354, "second DATA")
-	c.send("Subject: fits\r\n\r\n" + strings.Repeat("b", 2000) + "\r\n.\r\n")
-	c.want(250, "second message")
-	es := list(t, db, "long")
-	if len(es) != 1 || es[0].Subject == nil || *es[0].Subject != "fits" {
-		t.Errorf("stored %+v, want only the second message", es)
+	html := "From: a@sender.test\r\nSubject: one-line html\r\nContent-Type: text/html\r\n\r\n<html><body>" +
+		strings.Repeat("<p>one long line &amp; more</p>", 250<<10/31) + "</body></html>\r\n"
+	for _, tc := range []struct{ name, sent, stored string }{
+		{"LF-only", lfOnly.String() + "\r\n.\r\n", lfOnly.String() + "\r\n"},
+		{"250 KB HTML line", html + ".\r\n", html},
+		{"3000-byte line", "Subject: long\r\n\r\n" + strings.Repeat("a", 3000) + "\r\nafter\r\n.\r\n", "Subject: long\r\n\r\n" + strings.Repeat("a", 3000) + "\r\nafter\r\n"},
+		// Every buffer of the wire starts with a dot somewhere in the line:
+		// none of them is taken for stuffing, nor ".\r\n" for the end.
+		{"dots and bare CRs", "Subject: dots\r\n\r\n." + strings.Repeat(".\r", 60000) + "\n.\r\n", "Subject: dots\r\n\r\n" + strings.Repeat(".\r", 60000) + "\n"},
+	} {
+		c.mail("long@inbox.test")
+		c.send("DATA\r\n")
+		c.want(354, "DATA for "+tc.name)
+		c.send(tc.sent)
+		c.want(250, tc.name)
+		es := list(t, db, "long")
+		if raw := rawOf(t, db, es[0].ID); !strings.HasSuffix(raw, "+0000\r\n"+tc.stored) {
+			t.Errorf("%s: stored %d bytes, want the %d sent after the Received header", tc.name, len(raw), len(tc.stored))
+		}
+	}
+	if es := list(t, db, "long"); len(es) != 4 {
+		t.Errorf("stored %d emails, want 4", len(es))
 	}
 }
 
@@ -226,7 +245,7 @@ func TestDeclaredSize(t *testing.T) {
 func TestTooManyConnectionsFromOneAddress(t *testing.T) {
 	db := openDB(t)
 	reg := prometheus.NewRegistry()
-	addr := startDaemon(t, db, Options{MaxConnections: 100, MaxConnsPerIP: 10, Metrics: reg})
+	addr := startDaemon(t, db, Options{MaxConnections: 100, MaxConnsPerIP: 10, TrustedNetworks: []netip.Prefix{}, Metrics: reg})
 	var open []*rawClient
 	for range 10 {
 		open = append(open, dialRaw(t, addr))
@@ -238,7 +257,7 @@ func TestTooManyConnectionsFromOneAddress(t *testing.T) {
 	defer eleventh.Close()
 	eleventh.SetDeadline(time.Now().Add(10 * time.Second))
 	got, _ := io.ReadAll(eleventh)
-	if want := "421 4.7.0 Too many connections from your address, try again later\r\n"; string(got) != want {
+	if want := "421 4.7.0 Too many connections from your address (limit 10 per address), try again later\r\n"; string(got) != want {
 		t.Errorf("11th connection from one address got %q, want %q", got, want)
 	}
 	if n := counterValue(t, reg, "burner_smtp_connections_refused_total", "per_address"); n != 1 {
@@ -304,15 +323,15 @@ func TestDataEndAfterSTARTTLS(t *testing.T) {
 	c.send("DATA\r\n")
 	c.want(354, "DATA")
 	c.send("Subject: long\r\n\r\n" + strings.Repeat("a", 3000) + "\r\n.\r\n")
-	c.want(554, "a long line over TLS")
+	c.want(250, "a long line over TLS")
 	c.mail("tls@inbox.test")
 	c.send("DATA\r\n")
 	c.want(354, "DATA")
 	c.send("Subject: cr\r\n\r\nends in CR\r\r\n.\r\n")
 	c.want(250, "bare CR before the end, over TLS")
 	es := list(t, db, "tls")
-	if len(es) != 1 {
-		t.Fatalf("stored %d emails, want 1", len(es))
+	if len(es) != 2 {
+		t.Fatalf("stored %d emails, want 2", len(es))
 	}
 	if raw := rawOf(t, db, es[0].ID); !strings.Contains(raw, " with ESMTPS;") || !strings.HasSuffix(raw, "ends in CR\r\r\n") {
 		t.Errorf("raw = %q, want ESMTPS and the message as sent", raw)
@@ -331,4 +350,57 @@ func selfSigned(t *testing.T) *tls.Config {
 		t.Fatal(err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// endOfData is readData written plainly, line by line, for FuzzReadData to
+// hold the wire to: a line ends at each LF; a dot that starts a line is
+// stuffing; ".\r\n" after a CRLF (or at the start) ends the data.
+func endOfData(data string) (msg, rest string, ok bool) {
+	var b strings.Builder
+	crlfStart := true
+	for {
+		line, after, found := strings.Cut(data, "\n")
+		if !found {
+			return "", "", false
+		}
+		line += "\n"
+		data = after
+		if crlfStart && line == ".\r\n" {
+			return b.String(), data, true
+		}
+		crlfStart = strings.HasSuffix(line, "\r\n")
+		b.WriteString(strings.TrimPrefix(line, "."))
+	}
+}
+
+// FuzzReadData reads data through wires of several buffer sizes, so that
+// buffers start and end everywhere in lines, dots, CRs and LFs, and checks
+// that each reads what endOfData reads, and leaves the rest unread.
+func FuzzReadData(f *testing.F) {
+	for _, s := range []string{
+		"a\r\n.\r\n", "a\n.\r\nb\r\n.\r\n", "a\r\r\n.\r\n", "..x\r\n.\r\nNOOP\r\n", "a\r\n.\nb\r\n.\r\n",
+		strings.Repeat(".\r", 40) + "\n.\r\n", strings.Repeat("x", 100) + "\n..\n\r\n.\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		data += "\r\n.\r\nNOOP\r\n" // every input ends
+		want, rest, ok := endOfData(data)
+		if !ok {
+			t.Fatalf("endOfData(%q) found no end", data)
+		}
+		for _, size := range []int{16, 17, 19, 4096} {
+			w := &wire{in: bufio.NewReaderSize(strings.NewReader(data), size)}
+			var buf bytes.Buffer
+			if err := w.readData(&buf, 1<<20); err != nil {
+				t.Fatalf("readData(%q) with a %d-byte buffer: %v", data, size, err)
+			}
+			if buf.String() != want {
+				t.Fatalf("readData(%q) with a %d-byte buffer read %q, want %q", data, size, buf.String(), want)
+			}
+			if left, _ := io.ReadAll(w.in); string(left) != rest {
+				t.Fatalf("readData(%q) with a %d-byte buffer left %q, want %q", data, size, left, rest)
+			}
+		}
+	})
 }
