@@ -211,47 +211,78 @@ func trimEOL(line []byte) []byte {
 // around the final dot, so "\n.\r\n" and "\r\n.\n" are data (no SMTP
 // smuggling). Message lines have no length limit, and a bare LF ends a line
 // for the dot-stuffing, as in Postfix: "\n..x" is kept as "\n.x", and
-// "\n.\r\n", which does not end the data, as "\n\r\n". The work is a
-// bounded number of operations per buffer of input (4 KiB at least) or per
-// line, whichever comes first, however long the lines. Data over maxSize is
-// read to the end and answered smtp.ErrDataTooLarge, so the session goes
+// "\n.\r\n", which does not end the data, as "\n\r\n". Data over maxSize
+// is read to the end and answered smtp.ErrDataTooLarge, so the session goes
 // on. Any other error is the connection's.
+//
+// Only a line that starts with a dot needs a look of its own: the rest is
+// copied a buffer (4 KiB or more) at a time, up to the next LF followed by a
+// dot, so the work is bounded by the buffers and the dotted lines, however
+// long or short the lines are.
 func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
 	var (
 		lineStart = true // after an LF, or at the start: a dot here is stuffing
 		crlfStart = true // after a CRLF, or at the start: ".\r\n" here ends the data
-		prevCR    bool   // the last segment ended in CR
+		prevCR    bool   // the last octet taken was a CR
 		size      int64
 		tooLarge  bool
 	)
-	for {
-		seg, err := w.in.ReadSlice('\n')
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		// A segment ends at an LF, or holds a whole buffer of a long line.
-		// The buffer holds more than 3 octets, so ".\r\n" comes whole.
-		if crlfStart && string(seg) == ".\r\n" {
-			break
-		}
-		lf := err == nil
-		crlf := lf && (len(seg) >= 2 && seg[len(seg)-2] == '\r' || len(seg) == 1 && prevCR)
-		prevCR = seg[len(seg)-1] == '\r'
-		if lineStart && seg[0] == '.' {
-			seg = seg[1:]
-		}
-		lineStart, crlfStart = lf, crlf
+	keep := func(b []byte) {
 		if tooLarge {
-			continue
+			return
 		}
-		if size += int64(len(seg)); size > maxSize {
+		if size += int64(len(b)); size > maxSize {
 			tooLarge = true
-			continue
+			return
 		}
-		buf.Write(seg)
+		buf.Write(b)
+	}
+	for {
+		if lineStart {
+			lineStart = false
+			p, err := w.in.Peek(3)
+			if crlfStart && string(p) == ".\r\n" {
+				w.in.Discard(3)
+				break
+			}
+			if len(p) == 0 || p[0] != '.' {
+				if err != nil {
+					return dataError(err)
+				}
+			} else {
+				// A dotted line is taken to its LF at once: a message of
+				// many costs one look at each, as a line did before.
+				w.in.Discard(1)
+				prevCR = false
+				if len(p) > 1 && p[1] != '\n' {
+					take, err := w.in.ReadSlice('\n')
+					if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+						return dataError(err)
+					}
+					n := len(take)
+					lineStart = err == nil
+					crlfStart = lineStart && n >= 2 && take[n-2] == '\r'
+					prevCR = take[n-1] == '\r'
+					keep(take)
+					continue
+				}
+			}
+		}
+		if w.in.Buffered() == 0 {
+			if _, err := w.in.Peek(1); err != nil {
+				return dataError(err)
+			}
+		}
+		take, _ := w.in.Peek(w.in.Buffered())
+		if i := bytes.Index(take, []byte("\n.")); i >= 0 {
+			take = take[:i+1]
+		}
+		n := len(take)
+		lineStart = take[n-1] == '\n'
+		crlfStart = lineStart && (n >= 2 && take[n-2] == '\r' || n == 1 && prevCR)
+		prevCR = take[n-1] == '\r'
+		keep(take)
+		w.in.Discard(n)
 	}
 	// go-smtp's own data reader, which has read nothing, now reads the end
 	// marker and reports EOF; then the next command follows.
@@ -260,4 +291,13 @@ func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
 		return smtp.ErrDataTooLarge
 	}
 	return nil
+}
+
+// dataError is a read error in the middle of the data: an EOF there is
+// unexpected.
+func dataError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

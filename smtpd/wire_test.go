@@ -212,8 +212,16 @@ func TestLongLinesInData(t *testing.T) {
 			t.Errorf("%s: stored %d bytes, want the %d sent after the Received header", tc.name, len(raw), len(tc.stored))
 		}
 	}
-	if es := list(t, db, "long"); len(es) != 4 {
-		t.Errorf("stored %d emails, want 4", len(es))
+	// BDAT: no dot-stuffing and no line limit; the chunk is the message.
+	c.mail("long@inbox.test")
+	c.send("BDAT " + strconv.Itoa(len(html)) + " LAST\r\n" + html)
+	c.want(250, "BDAT of a 250 KB line")
+	es := list(t, db, "long")
+	if raw := rawOf(t, db, es[0].ID); !strings.HasSuffix(raw, "+0000\r\n"+html) {
+		t.Errorf("BDAT: stored %d bytes, want the %d sent after the Received header", len(raw), len(html))
+	}
+	if len(es) != 5 {
+		t.Errorf("stored %d emails, want 5", len(es))
 	}
 }
 
@@ -411,7 +419,7 @@ func FuzzReadData(f *testing.F) {
 // BenchmarkReadData reads 10 MiB of data through the wire as a DATA
 // command does, in the shapes that cost it most: one line (which SPEC §2
 // now allows), lines at the old 2000-octet limit, and the shortest lines,
-// empty or stuffed, which cost a ReadSlice each.
+// empty or stuffed (a line that starts with a dot costs a look of its own).
 func BenchmarkReadData(b *testing.B) {
 	const size = 10 << 20
 	for _, tc := range []struct{ name, line string }{
@@ -420,6 +428,7 @@ func BenchmarkReadData(b *testing.B) {
 		{"lines-2000", strings.Repeat("a", 2000) + "\r\n"},
 		{"empty-lines", "\r\n"},
 		{"stuffed-lines", "..\r\n"},
+		{"stuffed-LF-lines", "..\n"},
 		{"LF-lines", "\n"},
 	} {
 		data := []byte(strings.Repeat(tc.line, size/len(tc.line)) + "\r\n.\r\n")
