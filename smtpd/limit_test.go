@@ -2,6 +2,7 @@ package smtpd
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -150,5 +151,11 @@ func TestServeRefusesWithoutWire(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second); err == nil {
 		conn.Close()
 		t.Errorf("the listener still accepts connections after Serve refused")
+	}
+	// serve then shuts down as after any server's failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown after Serve refused: %v", err)
 	}
 }
