@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -50,12 +51,26 @@ type SMTPConfig struct {
 	MaxRecipients   int      `toml:"max_recipients"`
 	MaxConnections  int      `toml:"max_connections"`
 	MaxConnsPerIP   int      `toml:"max_connections_per_ip"`
+	TrustedNetworks []string `toml:"trusted_networks"`
 	CommandTimeout  duration `toml:"command_timeout"`
 	DataTimeout     duration `toml:"data_timeout"`
 	MaxLineLength   int      `toml:"max_line_length"`
 	MaxBodyBytes    int      `toml:"max_body_bytes"`
 	TLSCert         string   `toml:"tls_cert"`
 	TLSKey          string   `toml:"tls_key"`
+}
+
+// trustedNetworks returns trusted_networks as smtpd takes them: never
+// nil, for nil would mean loopback and the file may have said none.
+// validate has checked them.
+func (c SMTPConfig) trustedNetworks() []netip.Prefix {
+	ps := make([]netip.Prefix, 0, len(c.TrustedNetworks))
+	for _, n := range c.TrustedNetworks {
+		if p, err := netip.ParsePrefix(n); err == nil {
+			ps = append(ps, p.Masked())
+		}
+	}
+	return ps
 }
 
 type HTTPConfig struct {
@@ -117,6 +132,7 @@ func defaultConfig() Config {
 			MaxMessageBytes: 10 << 20,
 			MaxRecipients:   100,
 			MaxConnections:  100,
+			TrustedNetworks: []string{"127.0.0.0/8", "::1/128"},
 			CommandTimeout:  duration{5 * time.Minute},
 			DataTimeout:     duration{10 * time.Minute},
 			MaxLineLength:   2000,
@@ -216,7 +232,12 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("smtp.max_recipients: must be positive"))
 	}
 	if c.SMTP.MaxConnsPerIP < 0 {
-		errs = append(errs, errors.New("smtp.max_connections_per_ip: must be 0 (a tenth of max_connections) or positive"))
+		errs = append(errs, errors.New("smtp.max_connections_per_ip: must be 0 (half of max_connections) or positive"))
+	}
+	for _, n := range c.SMTP.TrustedNetworks {
+		if _, err := netip.ParsePrefix(n); err != nil {
+			errs = append(errs, fmt.Errorf("smtp.trusted_networks: %q is not a network like \"192.0.2.0/24\" or \"2001:db8::/32\"", n))
+		}
 	}
 	if (c.SMTP.TLSCert == "") != (c.SMTP.TLSKey == "") {
 		errs = append(errs, errors.New("smtp.tls_cert and smtp.tls_key: set both or neither"))

@@ -88,6 +88,17 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("loadConfig = %+v; want data from the file, smtp and domains from flags, http by default", cfg)
 	}
 
+	// trusted_networks = [] trusts none, which smtpd must not take for its
+	// default (nil, loopback).
+	cmd = newServeCmd()
+	cmd.Flags().String("config", "", "")
+	if err := cmd.ParseFlags([]string{"--config", writeConfig(t, "[smtp]\ntrusted_networks = []\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := loadConfig(cmd); err != nil || cfg.SMTP.trustedNetworks() == nil || len(cfg.SMTP.trustedNetworks()) != 0 {
+		t.Errorf("trusted_networks = []: loadConfig = %v, %v; want no trusted network, not nil", cfg.SMTP.TrustedNetworks, err)
+	}
+
 	for _, tc := range []struct{ file, want string }{
 		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.listen"},
 		{"[smtp]\nlisten = \"x\"\nmax_recipients = 0\n", "smtp.max_recipients"}, // every problem at once
@@ -98,6 +109,7 @@ func TestLoadConfig(t *testing.T) {
 		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.format"},
 		{"[log]\nformat = \"xml\"\nlevel = \"loud\"\n", "log.level"},
 		{"[http]\nmax_query_bytes = 0\n", "http.max_query_bytes"},
+		{"[smtp]\ntrusted_networks = [\"10.0.0.1\"]\n", `smtp.trusted_networks: "10.0.0.1" is not a network`},
 		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
 		{"[mcp]\naddress_domain = \"agents@x.test\"\n", `mcp.address_domain: "agents@x.test" is not a domain`},
 		{"data = \n", "config"},

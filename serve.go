@@ -217,6 +217,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
 		MaxConnections:  cfg.SMTP.MaxConnections,
 		MaxConnsPerIP:   cfg.SMTP.MaxConnsPerIP,
+		TrustedNetworks: cfg.SMTP.trustedNetworks(),
 		CommandTimeout:  cfg.SMTP.CommandTimeout.Duration,
 		DataTimeout:     cfg.SMTP.DataTimeout.Duration,
 		MaxLineLength:   cfg.SMTP.MaxLineLength,

@@ -15,14 +15,13 @@ type metrics struct {
 
 // Reasons a message is rejected, the values of the reason label.
 const (
-	rejectDomain      = "recipient_domain"
-	rejectMailbox     = "recipient_invalid"
-	rejectTooLarge    = "too_large"
-	rejectFull        = "storage_full"
-	rejectStorage     = "storage_error"
-	rejectAborted     = "aborted"
-	rejectLineTooLong = "line_too_long"
-	rejectRecovered   = "panic"
+	rejectDomain    = "recipient_domain"
+	rejectMailbox   = "recipient_invalid"
+	rejectTooLarge  = "too_large"
+	rejectFull      = "storage_full"
+	rejectStorage   = "storage_error"
+	rejectAborted   = "aborted"
+	rejectRecovered = "panic"
 )
 
 // Reasons a connection is refused, the values of the reason label.
@@ -54,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: []float64{.0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, 1},
 		}),
 	}
-	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectLineTooLong, rejectRecovered} {
+	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectRecovered} {
 		m.rejected.WithLabelValues(r) // present at 0, so rates work from the start
 	}
 	m.refused.WithLabelValues(refusedTotal)

@@ -13,7 +13,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,20 +30,30 @@ import (
 // Options configure the daemon. Zero values mean the defaults in the
 // comments.
 type Options struct {
-	Hostname        string        // greeting and Received header; "localhost"
-	Domains         []string      // inbox domains, case-insensitive; empty accepts any
-	MaxMessageBytes int64         // advertised with SIZE; 10 MiB
-	MaxRecipients   int           // per message; 100
-	MaxConnections  int           // open at once; more are answered 421; 100
-	MaxConnsPerIP   int           // open at once from one address (IPv6: one /64); more get 421; MaxConnections/10, at least 1
-	CommandTimeout  time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
-	DataTimeout     time.Duration // for the whole of a message's data; 10 minutes
-	WriteTimeout    time.Duration // per reply; 1 minute
-	MaxLineLength   int           // of any line, command or data; 2000 (twice RFC 5321 §4.5.3.1.6)
-	MaxBodyBytes    int           // what is kept of a body, its text and its plain part; 1 MiB (message.DefaultMaxBody)
-	TLSConfig       *tls.Config   // enables STARTTLS when set
+	Hostname        string   // greeting and Received header; "localhost"
+	Domains         []string // inbox domains, case-insensitive; empty accepts any
+	MaxMessageBytes int64    // advertised with SIZE; 10 MiB
+	MaxRecipients   int      // per message; 100
+	MaxConnections  int      // open at once; more are answered 421; 100
+	MaxConnsPerIP   int      // open at once from one address (IPv6: one /64); more get 421; MaxConnections/2, at least 1
+	// TrustedNetworks are not held to MaxConnsPerIP. nil means loopback
+	// (127.0.0.0/8 and ::1/128); a non-nil empty slice, none.
+	TrustedNetworks []netip.Prefix
+	// StressIdleTimeout replaces CommandTimeout while more than 80% of
+	// MaxConnections are open (SPEC §2, Postfix's stress mode); 10 seconds.
+	StressIdleTimeout time.Duration
+	CommandTimeout    time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
+	DataTimeout       time.Duration // for the whole of a message's data; 10 minutes
+	WriteTimeout      time.Duration // per reply; 1 minute
+	MaxLineLength     int           // of a command line (SPEC §2: message lines have no limit); 2000 (twice RFC 5321 §4.5.3.1.6)
+	MaxBodyBytes      int           // what is kept of a body, its text and its plain part; 1 MiB (message.DefaultMaxBody)
+	TLSConfig         *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
 	Metrics prometheus.Registerer
+
+	// checkWire stands in for the package's checkWire in tests; nil means
+	// that one.
+	checkWire func() error
 }
 
 // Server is the SMTP daemon.
@@ -54,6 +66,9 @@ type Server struct {
 
 	maxConns    int
 	maxConnsIP  int
+	trusted     []netip.Prefix
+	stressIdle  time.Duration
+	wireErr     error // from checkWire: Serve refuses to serve
 	maxLine     int
 	maxSize     int64
 	dataTimeout time.Duration
@@ -95,7 +110,16 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		opts.MaxConnections = 100
 	}
 	if opts.MaxConnsPerIP == 0 {
-		opts.MaxConnsPerIP = max(opts.MaxConnections/10, 1)
+		opts.MaxConnsPerIP = max(opts.MaxConnections/2, 1)
+	}
+	if opts.TrustedNetworks == nil {
+		opts.TrustedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if opts.StressIdleTimeout == 0 {
+		opts.StressIdleTimeout = 10 * time.Second
+	}
+	if opts.checkWire == nil {
+		opts.checkWire = checkWire
 	}
 	if opts.CommandTimeout == 0 {
 		opts.CommandTimeout = 5 * time.Minute
@@ -110,6 +134,7 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		opts.MaxLineLength = 2000
 	}
 	s := &Server{db: db, parser: message.New(opts.MaxBodyBytes), log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
+		trusted: opts.TrustedNetworks, stressIdle: opts.StressIdleTimeout, wireErr: opts.checkWire(),
 		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
 		bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
@@ -129,19 +154,23 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 	srv.EnableSMTPUTF8 = true
 	srv.ErrorLog = logAdapter{log}
 	s.smtp = srv
-	if !textFieldOK {
-		log.Error("go-smtp's connection reader is out of reach: bare CR, long lines, BDAT and SIZE fall back to go-smtp's handling")
-	}
 	return s
 }
 
-// Serve accepts SMTP connections on ln until Shutdown.
+// Serve accepts SMTP connections on ln until Shutdown. If burner cannot
+// read the wire itself (see wire), Serve closes ln and returns the reason
+// at once: it never serves with go-smtp's own reader.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, s.maxConnsIP, func(c net.Conn, perAddress bool) {
-		if perAddress {
+	if s.wireErr != nil {
+		ln.Close()
+		return s.wireErr
+	}
+	perAddress := "421 4.7.0 Too many connections from your address (limit " + strconv.Itoa(s.maxConnsIP) + " per address), try again later\r\n"
+	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, s.maxConnsIP, s.trusted, s.stressIdle, func(c net.Conn, perAddr bool) {
+		if perAddr {
 			s.log.Warn("connection refused: too many from one address", "remote", c.RemoteAddr().String(), "max", s.maxConnsIP)
 			s.metrics.refused.WithLabelValues(refusedPerAddress).Inc()
-			tooBusy(c, "421 4.7.0 Too many connections from your address, try again later\r\n")
+			tooBusy(c, perAddress)
 			return
 		}
 		s.log.Warn("connection refused: too many", "remote", c.RemoteAddr().String(), "max", s.maxConns)
@@ -172,14 +201,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // NewSession implements smtp.Backend.
 func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	s.metrics.sessions.Inc()
-	return &session{srv: s, conn: c, wire: newWire(c, s.maxLine, s.maxSize)}, nil
+	if s.wireErr != nil { // Serve has refused already; this is for safety's sake
+		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Service not available"}
+	}
+	return &session{srv: s, conn: c, wire: newWire(c, s.maxLine, s.maxSize), limit: limitConnOf(c.Conn())}, nil
 }
 
 // session is one SMTP connection's current transaction.
 type session struct {
 	srv   *Server
 	conn  *smtp.Conn
-	wire  *wire // nil when go-smtp's reader is out of reach
+	wire  *wire
+	limit *limitConn // nil when the connection is not counted
 	from  string
 	size  int64 // declared with MAIL FROM's SIZE; 0 when not
 	rcpts []string
@@ -240,6 +273,12 @@ var errTempStorage = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{
 
 func (ss *session) Data(r io.Reader) (err error) {
 	start := time.Now()
+	_, bdat := r.(*io.PipeReader)
+	if ss.limit != nil && !bdat {
+		// Stress cuts idle waits, not the reading of a message.
+		ss.limit.readingData(true)
+		defer ss.limit.readingData(false)
+	}
 	// go-smtp's read deadline, set when it read the DATA command, would
 	// otherwise bound the whole message by the command timeout.
 	ss.conn.Conn().SetReadDeadline(start.Add(ss.srv.dataTimeout))
@@ -262,8 +301,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 	ss.writeReceived(buf, start)
 	// BDAT hands us a pipe that the wire fills a chunk at a time, erring
 	// on a chunk cut short; DATA, the wire itself.
-	_, bdat := r.(*io.PipeReader)
-	if bdat || ss.wire == nil {
+	if bdat {
 		_, err = buf.ReadFrom(r)
 	} else {
 		err = ss.wire.readData(buf, ss.srv.maxSize)
@@ -271,9 +309,6 @@ func (ss *session) Data(r io.Reader) (err error) {
 	if err != nil {
 		var smtpErr *smtp.SMTPError
 		switch {
-		case errors.Is(err, errLineTooLong):
-			ss.srv.metrics.rejected.WithLabelValues(rejectLineTooLong).Inc()
-			return errLineTooLong
 		case errors.As(err, &smtpErr) && smtpErr.Code == 552:
 			ss.srv.metrics.rejected.WithLabelValues(rejectTooLarge).Inc()
 			return smtpErr

@@ -15,7 +15,8 @@ import (
 )
 
 // wire reads a session's input in place of go-smtp's line reader. go-smtp
-// v0.25.1 gets four things wrong on the wire that no Session can see:
+// v0.25.1 gets four things wrong on the wire that no Session can see
+// (docs/upstream.md has them as bug reports, each with a reproducer):
 //   - its end-of-data state machine loses the line start after a bare CR
 //     (stateCR on '\r' goes to stateData), so DATA ending in "\r\r\n.\r\n"
 //     waits for a "." that never comes, until data_timeout;
@@ -34,13 +35,14 @@ import (
 // passes a BDAT chunk through counted, turning an early EOF into
 // io.ErrUnexpectedEOF. DATA is read by the Session straight from in (see
 // readData), after which the wire hands go-smtp's own data reader the end
-// marker it waits for.
+// marker it waits for. Without the wire the daemon does not serve at all
+// (errNoWire): go-smtp's own reader would store cut-off BDAT mail.
 //
 // The wire sits above TLS: after STARTTLS go-smtp builds a new reader and a
 // new session, and the new session takes a new wire.
 type wire struct {
 	in      *bufio.Reader // the connection, plaintext
-	maxLine int           // octets of a line, not counting its CRLF
+	maxLine int           // octets of a command line, not counting its CRLF
 	maxSize int64         // the SIZE limit
 
 	line  []byte // the command line being handed over, reused
@@ -50,35 +52,43 @@ type wire struct {
 }
 
 // textField locates go-smtp's per-connection text reader and writer,
-// unexported in v0.25.1. textConn returns nil if an upgrade moved it;
-// TestDataEnd and its neighbours then fail.
+// unexported in v0.25.1.
 var textField, textFieldOK = func() (reflect.StructField, bool) {
 	f, ok := reflect.TypeFor[smtp.Conn]().FieldByName("text")
 	return f, ok && f.Type == reflect.TypeFor[*textproto.Conn]()
 }()
 
-func textConn(c *smtp.Conn) *textproto.Conn {
+// errNoWire is why the daemon refuses to serve when go-smtp's reader is out
+// of reach: falling back to it would store cut-off BDAT mail.
+var errNoWire = errors.New("smtpd: go-smtp's connection reader (the unexported smtp.Conn.text, a *textproto.Conn in v0.25.1) is out of reach, " +
+	"so burner cannot install its SMTP wire (smtpd/wire.go); go-smtp's own reader stores cut-off BDAT mail, so burner will not serve SMTP with it: " +
+	"build with the go-smtp version in go.mod, or port wire.go to the new one")
+
+// checkWire returns errNoWire unless go-smtp's reader is where textConn
+// looks for it.
+func checkWire() error {
 	if !textFieldOK {
-		return nil
+		return errNoWire
 	}
+	return nil
+}
+
+func textConn(c *smtp.Conn) *textproto.Conn {
 	return *(**textproto.Conn)(unsafe.Add(unsafe.Pointer(c), textField.Offset))
 }
 
-// newWire puts a wire under c's reader, or returns nil if it cannot reach
-// it. Whatever go-smtp has read ahead but not used yet goes first.
+// newWire puts a wire under c's reader; checkWire must have passed.
+// Whatever go-smtp has read ahead but not used yet goes first.
 func newWire(c *smtp.Conn, maxLine int, maxSize int64) *wire {
 	tc := textConn(c)
-	if tc == nil {
-		return nil
-	}
 	var src io.Reader = c.Conn()
 	if n := tc.R.Buffered(); n > 0 {
 		ahead, _ := tc.R.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), src)
 	}
-	// The buffer holds any line within the limit, so a longer one is
-	// known before any of it is handed over: go-smtp would take a part of
-	// a line followed by an error for a whole command.
+	// The buffer holds any command line within the limit, so a longer one
+	// is known before any of it is handed over: go-smtp would take a part
+	// of a line followed by an error for a whole command.
 	w := &wire{in: bufio.NewReaderSize(src, max(4096, maxLine+2)), maxLine: maxLine, maxSize: maxSize}
 	tc.R.Reset(w)
 	return w
@@ -194,73 +204,100 @@ func trimEOL(line []byte) []byte {
 	return bytes.TrimSuffix(line, []byte("\r"))
 }
 
-// errLineTooLong answers a message with a line over the limit. SPEC §2: it
-// is permanent, for a message that can never pass must not be retried.
-var errLineTooLong = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 6, 0}, Message: "Line too long in the message"}
-
 // readData reads a message's data up to the end marker into buf, undoing
 // the dot-stuffing and keeping every other octet as sent. RFC 5321 §4.5.2
-// and SPEC §2: the data ends at a line "." after a CRLF, whatever comes
-// before the CRLF; a bare CR or LF never starts or ends a line, so
-// "\n.\r\n" is data (no SMTP smuggling). A line over maxLine or data over
-// maxSize is read to the end and answered errLineTooLong or
-// smtp.ErrDataTooLarge, so the session goes on. Any other error is the
-// connection's.
+// and SPEC §2: the data ends at a line "." that a CRLF ends and a CRLF
+// precedes, whatever comes before that CRLF; a bare CR or LF never counts
+// around the final dot, so "\n.\r\n" and "\r\n.\n" are data (no SMTP
+// smuggling). Message lines have no length limit, and a bare LF ends a line
+// for the dot-stuffing, as in Postfix: "\n..x" is kept as "\n.x", and
+// "\n.\r\n", which does not end the data, as "\n\r\n". Data over maxSize
+// is read to the end and answered smtp.ErrDataTooLarge, so the session goes
+// on. Any other error is the connection's.
+//
+// Only a line that starts with a dot needs a look of its own: the rest is
+// copied a buffer (4 KiB or more) at a time, up to the next LF followed by a
+// dot, so the work is bounded by the buffers and the dotted lines, however
+// long or short the lines are.
 func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
 	var (
-		lineStart = true // after a CRLF, or at the start
-		prevCR    bool   // the last segment ended in CR
-		lineLen   int
+		lineStart = true // after an LF, or at the start: a dot here is stuffing
+		crlfStart = true // after a CRLF, or at the start: ".\r\n" here ends the data
+		prevCR    bool   // the last octet taken was a CR
 		size      int64
-		tooLong   bool
 		tooLarge  bool
 	)
-	for {
-		seg, err := w.in.ReadSlice('\n')
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
+	keep := func(b []byte) {
+		if tooLarge {
+			return
 		}
-		// A segment ends at an LF, or holds a whole buffer of a long line.
-		// The buffer holds more than 3 octets, so ".\r\n" comes whole.
-		if lineStart && string(seg) == ".\r\n" {
-			break
-		}
-		crlf := err == nil && (len(seg) >= 2 && seg[len(seg)-2] == '\r' || len(seg) == 1 && prevCR)
-		prevCR = seg[len(seg)-1] == '\r'
-		lineLen += len(seg)
-		if crlf {
-			lineLen -= 2
-		}
-		if lineLen > w.maxLine {
-			tooLong = true
-		}
-		if lineStart && seg[0] == '.' {
-			seg = seg[1:]
-		}
-		if crlf {
-			lineLen = 0
-		}
-		lineStart = crlf
-		if tooLong || tooLarge {
-			continue
-		}
-		if size += int64(len(seg)); size > maxSize {
+		if size += int64(len(b)); size > maxSize {
 			tooLarge = true
-			continue
+			return
 		}
-		buf.Write(seg)
+		buf.Write(b)
+	}
+	for {
+		if lineStart {
+			lineStart = false
+			p, err := w.in.Peek(3)
+			if crlfStart && string(p) == ".\r\n" {
+				w.in.Discard(3)
+				break
+			}
+			if len(p) == 0 || p[0] != '.' {
+				if err != nil {
+					return dataError(err)
+				}
+			} else {
+				// A dotted line is taken to its LF at once: a message of
+				// many costs one look at each, as a line did before.
+				w.in.Discard(1)
+				prevCR = false
+				if len(p) > 1 && p[1] != '\n' {
+					take, err := w.in.ReadSlice('\n')
+					if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+						return dataError(err)
+					}
+					n := len(take)
+					lineStart = err == nil
+					crlfStart = lineStart && n >= 2 && take[n-2] == '\r'
+					prevCR = take[n-1] == '\r'
+					keep(take)
+					continue
+				}
+			}
+		}
+		if w.in.Buffered() == 0 {
+			if _, err := w.in.Peek(1); err != nil {
+				return dataError(err)
+			}
+		}
+		take, _ := w.in.Peek(w.in.Buffered())
+		if i := bytes.Index(take, []byte("\n.")); i >= 0 {
+			take = take[:i+1]
+		}
+		n := len(take)
+		lineStart = take[n-1] == '\n'
+		crlfStart = lineStart && (n >= 2 && take[n-2] == '\r' || n == 1 && prevCR)
+		prevCR = take[n-1] == '\r'
+		keep(take)
+		w.in.Discard(n)
 	}
 	// go-smtp's own data reader, which has read nothing, now reads the end
 	// marker and reports EOF; then the next command follows.
 	w.out = []byte(".\r\n")
-	switch {
-	case tooLong:
-		return errLineTooLong
-	case tooLarge:
+	if tooLarge {
 		return smtp.ErrDataTooLarge
 	}
 	return nil
+}
+
+// dataError is a read error in the middle of the data: an EOF there is
+// unexpected.
+func dataError(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
