@@ -12,10 +12,9 @@ import (
 
 // SPEC §2: a file with LF line endings, sent as a new user would with the
 // real curl binary, gets 250 and is stored byte for byte. curl sends the
-// file as it is and ends it with a CRLF of its own before ".\r\n". (curl
-// 7.88 stuffs a dot only after a CRLF; a line of the file that starts with a
-// dot after an LF loses that dot here, as it does in Postfix, which takes an
-// LF for a line end in the stuffing too: see TestDataEnd.)
+// file as it is and ends it with a CRLF of its own before ".\r\n". curl
+// 7.88 stuffs a dot only after a CRLF, so the file's line that starts with
+// a dot after an LF arrives unstuffed, and must keep its dot (readData).
 func TestCurlUploadLF(t *testing.T) {
 	curl, err := exec.LookPath("curl")
 	if err != nil {
@@ -30,6 +29,9 @@ func TestCurlUploadLF(t *testing.T) {
 	b.WriteString("From: News <news@x.test>\nTo: bob@inbox.test\nSubject: newsletter, LF only\nContent-Type: text/plain; charset=utf-8\n\n")
 	for b.Len() < 4096 {
 		b.WriteString("A line written in an editor, which ends lines with LF.\n")
+		if b.Len() > 2048 && !strings.Contains(b.String(), "\n.") {
+			b.WriteString(".a line that starts with a dot\n")
+		}
 	}
 	file := filepath.Join(t.TempDir(), "news.txt")
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {

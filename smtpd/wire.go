@@ -209,9 +209,14 @@ func trimEOL(line []byte) []byte {
 // and SPEC §2: the data ends at a line "." that a CRLF ends and a CRLF
 // precedes, whatever comes before that CRLF; a bare CR or LF never counts
 // around the final dot, so "\n.\r\n" and "\r\n.\n" are data (no SMTP
-// smuggling). Message lines have no length limit, and a bare LF ends a line
-// for the dot-stuffing, as in Postfix: "\n..x" is kept as "\n.x", and
-// "\n.\r\n", which does not end the data, as "\n\r\n". Data over maxSize
+// smuggling). Message lines have no length limit. After a CRLF a leading
+// dot is always stuffing (RFC 5321 §4.5.2). After a bare LF, senders
+// differ: smtplib stuffs such a line, curl does not (it looks for CRLF
+// only). So there a dot is taken for stuffing only when another dot
+// follows it: "\n..x" is kept as "\n.x" (smtplib's ".x"), "\n.x" as sent
+// (curl's ".x"), and "\n.\r\n", which does not end the data, as sent.
+// Only a line that really began with two dots and came unstuffed after a
+// bare LF loses one, which is rarer than either sender. Data over maxSize
 // is read to the end and answered smtp.ErrDataTooLarge, so the session goes
 // on. Any other error is the connection's.
 //
@@ -249,7 +254,7 @@ func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
 				if err != nil {
 					return dataError(err)
 				}
-			} else {
+			} else if crlfStart || len(p) > 1 && p[1] == '.' {
 				// A dotted line is taken to its LF at once: a message of
 				// many costs one look at each, as a line did before.
 				w.in.Discard(1)

@@ -149,9 +149,10 @@ func TestDataEnd(t *testing.T) {
 		{"bare CRs, then a stuffed dot", "Subject: cr\r\n\r\na\r\r\r\n..b\r\n.\r\n", "Subject: cr\r\n\r\na\r\r\r\n.b\r\n"},
 		{"stuffed dot", "Subject: dot\r\n\r\n..leading\r\n.\r\n", "Subject: dot\r\n\r\n.leading\r\n"},
 		{"empty", ".\r\n", ""},
-		{"LF dot CRLF is data", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\n\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
-		{"LF dot LF is data", "Subject: s\n\na\n.\nMAIL FROM:<x@evil.test>\nb\r\n.\r\n", "Subject: s\n\na\n\nMAIL FROM:<x@evil.test>\nb\r\n"},
+		{"LF dot CRLF is data", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\n.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
+		{"LF dot LF is data", "Subject: s\n\na\n.\nMAIL FROM:<x@evil.test>\nb\r\n.\r\n", "Subject: s\n\na\n.\nMAIL FROM:<x@evil.test>\nb\r\n"},
 		{"stuffed dot after LF", "Subject: lf\n\n..leading\n\r\n.\r\n", "Subject: lf\n\n.leading\n\r\n"},
+		{"unstuffed dot after LF, as curl sends it", "Subject: lf\n\n.leading\n\r\n.\r\n", "Subject: lf\n\n.leading\n\r\n"},
 		{"LF lines, then CRLF dot CRLF", "Subject: lf\n\none\ntwo\n\r\n.\r\n", "Subject: lf\n\none\ntwo\n\r\n"},
 		{"CR dot CRLF is data", "Subject: s\r\n\r\na\r.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\r.\r\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
 		{"CRLF dot LF is data", "Subject: s\r\n\r\na\r\n.\nMAIL FROM:<x@evil.test>\r\nb\r\n.\r\n", "Subject: s\r\n\r\na\r\n\nMAIL FROM:<x@evil.test>\r\nb\r\n"},
@@ -365,7 +366,8 @@ func selfSigned(t *testing.T) *tls.Config {
 
 // endOfData is readData written plainly, line by line, for FuzzReadData to
 // hold the wire to: a line ends at each LF; a dot that starts a line is
-// stuffing; ".\r\n" after a CRLF (or at the start) ends the data.
+// stuffing after a CRLF (or at the start), and after a bare LF when another
+// dot follows it; ".\r\n" after a CRLF (or at the start) ends the data.
 func endOfData(data string) (msg, rest string, ok bool) {
 	var b strings.Builder
 	crlfStart := true
@@ -379,8 +381,11 @@ func endOfData(data string) (msg, rest string, ok bool) {
 		if crlfStart && line == ".\r\n" {
 			return b.String(), data, true
 		}
+		if crlfStart || strings.HasPrefix(line, "..") {
+			line = strings.TrimPrefix(line, ".")
+		}
 		crlfStart = strings.HasSuffix(line, "\r\n")
-		b.WriteString(strings.TrimPrefix(line, "."))
+		b.WriteString(line)
 	}
 }
 
