@@ -369,6 +369,9 @@ func FuzzParse(f *testing.F) {
 	for _, file := range files {
 		f.Add(mustRead(f, file), goldenEnvelope)
 	}
+	// Controls, raw and as references, in both kinds of body (issue 23).
+	f.Add([]byte("Content-Type: text/html\r\n\r\n<p>a\x00b&#1;c\x1b&#x0c;</p>\r\n"), goldenEnvelope)
+	f.Add([]byte("Content-Type: text/plain\r\n\r\na\x00b\x01c\x0bd\r\n"), goldenEnvelope)
 	p := newParser()
 	f.Fuzz(func(t *testing.T, raw []byte, envelope string) {
 		m, _ := p.parse(raw, envelope)
@@ -386,6 +389,13 @@ func FuzzParse(f *testing.F) {
 			if !utf8.ValidString(*m.Body) {
 				t.Fatalf("parse(%q).Body = %q, not valid UTF-8", raw, *m.Body)
 			}
+			// Issue 23: HTML cannot carry C0 controls but tab, LF and CR.
+			if i := strings.IndexFunc(*m.Body, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
+				t.Fatalf("parse(%q).Body = %q, holds control %q", raw, *m.Body, (*m.Body)[i])
+			}
+		}
+		if strings.ContainsRune(m.Plain, 0) || strings.ContainsRune(m.Text, 0) {
+			t.Fatalf("parse(%q): Plain %q or Text %q holds a NUL", raw, m.Plain, m.Text)
 		}
 		if !utf8.ValidString(m.Text) {
 			t.Fatalf("parse(%q).Text = %q, not valid UTF-8", raw, m.Text)
