@@ -543,6 +543,11 @@ var crossCheckKnown = map[string]string{
 	"spamassassin/nice/mime2 fromName":                                     "burner right: (Nathaniel Borenstein)",
 	"spamassassin/nice/mime6 fromName":                                     "burner right: (Nathaniel Borenstein)",
 	"spamassassin/nice/mime7 fromName":                                     "burner right: (Nathaniel Borenstein)",
+	"spamassassin/nice/mime3 fromName":                                     "burner right: (Nathaniel Borenstein)",
+	"spamassassin/nice/mime4 fromName":                                     "burner right: (Stephen A Uhler)",
+	"spamassassin/nice/mime5 fromName":                                     "burner right: (Stephen A Uhler)",
+	"flanker/bounce/mailbox-full.eml fromName":                             "burner right: (Mail Delivery System)",
+	"flanker/bounce/zed.eml fromName":                                      "burner right: (Mail Delivery System)",
 
 	// Broken headers burner reads as a reader would, where Python gives up:
 	"enmime/mail/qp-utf8-header-recursed.raw fromName":                  "burner right: the first mailbox is plain; Python fails on the encoded word after it",
