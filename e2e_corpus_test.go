@@ -579,10 +579,6 @@ var crossCheckKnown = map[string]string{
 	"spamassassin/spam/008 fromAddress":         "burner right: the first From field is \"From  :<tst1@…>\" (RFC 5322 §4.5 obsolete syntax); Python does not see it and takes the second",
 	"spamscope-mail-parser/mail_test_9 subject": "burner right: a gb2312 word with GBK characters (屄), read as GBK, its superset, as readers do; Python's gb2312 codec refuses them",
 
-	// Burner wrong (issue 23 follow-up, not fixed here: the charset
-	// mapping is go-message's, shared by bodies):
-	"spamassassin/spam/utf16.eml subject": "Python right: =?utf-16?B?…?= without a BOM is little-endian here, as browsers read the label (WHATWG Encoding); burner reads big-endian (RFC 2781) and shows CJK noise, in the body too",
-
 	// Judgement calls:
 	"ruby-mail/error_emails/bad_encoded_subject.eml subject": "either: =?NONE?B?VEVTVA=?= names no charset and pads wrongly; burner shows the word as sent (RFC 2047 §6.2 allows it), Python decodes it as ASCII, \"TEST\"",
 }

@@ -254,6 +254,15 @@ func newEntity(h message.Header, body io.Reader, defaultType string) (entity, er
 			}
 		}
 	}
+	if isUTF16(params["charset"]) {
+		// go-message would read it big-endian: walk reads it instead
+		// (decodeUTF16), from the bytes go-message leaves undecoded
+		// without a charset.
+		p := maps.Clone(params)
+		delete(p, "charset")
+		h = h.Copy()
+		h.Set("Content-Type", formatMediaType(mediaType, p))
+	}
 	e, err := message.New(h, body)
 	return entity{Entity: e, mediaType: mediaType, params: params}, err
 }
@@ -462,9 +471,12 @@ func (t *textParts) walk(e entity, err error, depth int) {
 	// IsUnknownCharset looks through err with errors.As, which costs
 	// reflection: most parts have no error to look through.
 	charset, unknown := params["charset"], err != nil && message.IsUnknownCharset(err)
-	if unknown && isUTF7(charset) {
+	switch {
+	case unknown && isUTF7(charset):
 		// go-message knows no UTF-7; the data is only transfer-decoded.
 		data, unknown = []byte(decodeUTF7(data)), false
+	case isUTF16(charset):
+		data = []byte(decodeUTF16(data)) // see newEntity
 	}
 	s := toUTF8(data, mediaType, charset, unknown)
 	*dst = &s

@@ -537,3 +537,22 @@ func TestJoinText(t *testing.T) {
 		}
 	}
 }
+
+// TestUTF16ByteOrder: text labelled UTF-16 is read in the order of its
+// BOM, else little-endian, as browsers read the label (issue 23: the
+// real-world corpus's spamassassin/spam/utf16.eml came out as CJK noise).
+func TestUTF16ByteOrder(t *testing.T) {
+	p := newParser()
+	for _, tc := range []struct{ name, word, body, want string }{
+		{"no BOM", "RABlAHMAaQBnAG4A", "SABpAA==", "Design Hi"},
+		{"little-endian BOM", "//5EAGUAcwBpAGcAbgA=", "//5IAGkA", "Design Hi"},
+		{"big-endian BOM", "/v8ARABlAHMAaQBnAG4=", "/v8ASABp", "Design Hi"},
+	} {
+		raw := "From: a@b.test\r\nSubject: =?UTF-16?B?" + tc.word + "?=\r\nContent-Type: text/plain; charset=\"utf-16\"\r\n" +
+			"Content-Transfer-Encoding: base64\r\n\r\n" + tc.body + "\r\n"
+		m, _ := p.parse([]byte(raw), goldenEnvelope)
+		if got := deref(m.Subject) + " " + m.Plain; got != tc.want {
+			t.Errorf("%s: parse(%q) subject and text = %q, want %q", tc.name, raw, got, tc.want)
+		}
+	}
+}
