@@ -10,6 +10,7 @@ import (
 	"github.com/emersion/go-message/charset"
 	htmlcharset "golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/unicode"
 )
 
 // This file decodes header fields as the mail readers people use do:
@@ -239,6 +240,8 @@ func decodeCharset(data []byte, name string) (string, bool) {
 		return rawToUTF8(string(data)), true
 	case isUTF7(name):
 		return decodeUTF7(data), true
+	case isUTF16(name):
+		return decodeUTF16(data), true
 	}
 	r, err := charset.Reader(name, bytes.NewReader(data))
 	if err != nil {
@@ -252,6 +255,23 @@ func decodeCharset(data []byte, name string) (string, bool) {
 		s = strings.Map(c1ToWindows1252, s)
 	}
 	return s, true
+}
+
+// isUTF16 reports whether name is the label "UTF-16", which names no byte
+// order.
+func isUTF16(name string) bool {
+	name = strings.ToLower(strings.Trim(name, " \t\"'"))
+	return name == "utf-16" || name == "utf16"
+}
+
+// decodeUTF16 returns data, labelled UTF-16, as valid UTF-8: in the byte
+// order of its BOM, else little-endian. Browsers read the label so
+// (WHATWG Encoding: "utf-16" is UTF-16LE) and Windows mailers write it so;
+// RFC 2781's big-endian default made their text CJK noise (issue 23, the
+// real-world corpus's spamassassin/spam/utf16.eml).
+func decodeUTF16(data []byte) string {
+	out, _ := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewDecoder().Bytes(data)
+	return validUTF8(string(out))
 }
 
 // sender returns the address and display name of the first mailbox in

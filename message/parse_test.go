@@ -370,6 +370,9 @@ func FuzzParse(f *testing.F) {
 	for _, file := range files {
 		f.Add(mustRead(f, file), goldenEnvelope)
 	}
+	// Controls, raw and as references, in both kinds of body (issue 23).
+	f.Add([]byte("Content-Type: text/html\r\n\r\n<p>a\x00b&#1;c\x1b&#x0c;</p>\r\n"), goldenEnvelope)
+	f.Add([]byte("Content-Type: text/plain\r\n\r\na\x00b\x01c\x0bd\r\n"), goldenEnvelope)
 	p := New(0)
 	f.Fuzz(func(t *testing.T, raw []byte, envelope string) {
 		m, _ := p.Parse(raw, envelope)
@@ -387,6 +390,13 @@ func FuzzParse(f *testing.F) {
 			if !utf8.ValidString(*m.Body) {
 				t.Fatalf("parse(%q).Body = %q, not valid UTF-8", raw, *m.Body)
 			}
+			// Issue 23: HTML cannot carry C0 controls but tab, LF and CR.
+			if i := strings.IndexFunc(*m.Body, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
+				t.Fatalf("parse(%q).Body = %q, holds control %q", raw, *m.Body, (*m.Body)[i])
+			}
+		}
+		if strings.ContainsRune(m.Plain, 0) || strings.ContainsRune(m.Text, 0) {
+			t.Fatalf("parse(%q): Plain %q or Text %q holds a NUL", raw, m.Plain, m.Text)
 		}
 		if !utf8.ValidString(m.Text) {
 			t.Fatalf("parse(%q).Text = %q, not valid UTF-8", raw, m.Text)
@@ -488,6 +498,25 @@ func TestTidyLines(t *testing.T) {
 		}
 		if got := tidyLines([]byte(s)); got != strings.Join(want, "\n") {
 			t.Errorf("tidyLines(%q) = %q, want %q", s, got, strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestUTF16ByteOrder: text labelled UTF-16 is read in the order of its
+// BOM, else little-endian, as browsers read the label (issue 23: the
+// real-world corpus's spamassassin/spam/utf16.eml came out as CJK noise).
+func TestUTF16ByteOrder(t *testing.T) {
+	p := New(0)
+	for _, tc := range []struct{ name, word, body, want string }{
+		{"no BOM", "RABlAHMAaQBnAG4A", "SABpAA==", "Design Hi"},
+		{"little-endian BOM", "//5EAGUAcwBpAGcAbgA=", "//5IAGkA", "Design Hi"},
+		{"big-endian BOM", "/v8ARABlAHMAaQBnAG4=", "/v8ASABp", "Design Hi"},
+	} {
+		raw := "From: a@b.test\r\nSubject: =?UTF-16?B?" + tc.word + "?=\r\nContent-Type: text/plain; charset=\"utf-16\"\r\n" +
+			"Content-Transfer-Encoding: base64\r\n\r\n" + tc.body + "\r\n"
+		m, _ := p.Parse([]byte(raw), goldenEnvelope)
+		if got := deref(m.Subject) + " " + m.Plain; got != tc.want {
+			t.Errorf("%s: parse(%q) subject and text = %q, want %q", tc.name, raw, got, tc.want)
 		}
 	}
 }

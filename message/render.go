@@ -467,7 +467,11 @@ func spaceLen(s []byte) int {
 func (p *Parser) body(m *storage.Message, parts *textParts) {
 	var plain string
 	if parts.plain != nil {
-		plain = cutText(strings.TrimSpace(normalizeNewlines(*parts.plain)), p.maxBody, parts.plainCut)
+		// The plain part is served as text/plain (/text), which may hold
+		// a form feed or an escape as sent; a NUL ends the string for many
+		// a reader and means nothing in mail, so it goes as it goes from
+		// the body.
+		plain = cutText(strings.TrimSpace(normalizeNewlines(strings.ReplaceAll(*parts.plain, "\x00", ""))), p.maxBody, parts.plainCut)
 	}
 	switch {
 	case parts.html != nil:
@@ -483,7 +487,7 @@ func (p *Parser) body(m *storage.Message, parts *textParts) {
 		// The visible text is the plain part itself, so it is not added
 		// a second time.
 		html, cut := plainToHTML(*parts.plain, p.maxBody)
-		body, text, links := render(p.policy.Sanitize(html), p.maxBody, cut || parts.plainCut)
+		body, text, links := render(dropControls(p.policy.Sanitize(html)), p.maxBody, cut || parts.plainCut)
 		m.Body = &body
 		m.Text = truncate(joinText(text, links, ""), p.maxBody)
 		m.Links = links
@@ -505,7 +509,42 @@ func (p *Parser) sanitize(html string, cut bool) (body, text string, links []str
 	if err := p.policy.SanitizeReaderToWriter(strings.NewReader(strings.ReplaceAll(html, "\x00", "")), w); err != nil && err != errCapped {
 		panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
 	}
-	return render(strings.TrimSpace(w.buf.String()), p.maxBody, cut)
+	// bluemonday turns a character reference such as "&#1;" into the
+	// control itself, so the controls are dropped from what it wrote.
+	return render(dropControls(strings.TrimSpace(w.buf.String())), p.maxBody, cut)
+}
+
+// dropControls returns s without the C0 control characters HTML cannot
+// carry: all but tab, LF and CR (HTML, "Preprocessing the input stream":
+// a control is a parse error; a NUL in text is ignored, as here). Form feed
+// and vertical tab separate words, so they become spaces. Nothing grows,
+// so the body cap holds, and s comes back as is when it has none.
+func dropControls(s string) string {
+	i := 0
+	for i < len(s) && !isDroppedControl(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\v' || c == '\f':
+			b.WriteByte(' ')
+		case !isDroppedControl(c):
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// isDroppedControl reports whether c is a C0 control other than tab, LF
+// and CR. No byte of a multi-byte UTF-8 rune is one.
+func isDroppedControl(c byte) bool {
+	return c < ' ' && c != '\t' && c != '\n' && c != '\r'
 }
 
 // capWriter keeps the first max bytes written to it, then fails.

@@ -2,6 +2,7 @@ package message
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -83,6 +84,54 @@ func TestElementSets(t *testing.T) {
 	for _, name := range []string{"a", "span", "b", "img", "font", "x-custom"} {
 		if blockElements[atom.Lookup([]byte(name))] {
 			t.Errorf("%s is a block element", name)
+		}
+	}
+}
+
+// TestBodyHasNoControls: no C0 control but tab, LF and CR reaches a body,
+// whichever way the body is made (SPEC §3: body is HTML, which cannot
+// carry them), and a NUL reaches neither the body nor the text.
+func TestBodyHasNoControls(t *testing.T) {
+	p := New(0)
+	for _, tc := range []struct {
+		name, raw string
+		body      string // the body wanted
+		plain     string // what /text serves
+	}{
+		{"html raw", "Content-Type: text/html\r\n\r\n<p>a\x00b\x01c\x1bd\x0ce\x0bf\tg<img alt=\"i\x01\x0cj\" src=\"http://x.test/i\"></p>\r\n", `<p>abcd e f	g<img src="http://x.test/i"></p>`, "abcd e f g"},
+		{"html references", "Content-Type: text/html\r\n\r\n<p>a&#0;b&#1;c&#x1b;d&#12;e</p>\r\n", "<p>a\uFFFDbcd e</p>", "a\uFFFDbcd e"},
+		{"plain", "Content-Type: text/plain\r\n\r\na\x00b\x01c\x1bd\x0ce\r\nnext\x7f\r\n", "abcd e<br>next\x7f", "ab\x01c\x1bd\x0ce\nnext\x7f"},
+		{"plain utf-16", "Content-Type: text/plain; charset=utf-16le\r\nContent-Transfer-Encoding: base64\r\n\r\nYQABAGIA\r\n", "ab", "a\x01b"},
+		// issue 23: the text of an enclosed message with binary bytes.
+		{"enclosed binary", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: message/rfc822\r\n\r\n" +
+			"Subject: inner\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: binary\r\n\r\n<b>x\x00\x02\x03\x04y</b>\r\n--b--\r\n", "<b>xy</b>", "xy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := p.Parse([]byte("From: a@b.test\r\nSubject: s\r\n"+tc.raw), goldenEnvelope)
+			if m.Body == nil || *m.Body != tc.body {
+				t.Errorf("parse(%q).Body = %q, want %q", tc.raw, deref(m.Body), tc.body)
+			}
+			if m.Plain != tc.plain {
+				t.Errorf("parse(%q).Plain = %q, want %q", tc.raw, m.Plain, tc.plain)
+			}
+			if strings.ContainsRune(m.Text, 0) {
+				t.Errorf("parse(%q).Text = %q, holds a NUL", tc.raw, m.Text)
+			}
+		})
+	}
+}
+
+func TestDropControls(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                       "",
+		"plain text\r\n\tok":     "plain text\r\n\tok",
+		"\x00\x01\x1f":           "",
+		"a\vb\fc":                "a b c",
+		"é\x00ü\x7f\u0085":       "éü\x7f\u0085",
+		"<p>\x1b[31mred</p>\x00": "<p>[31mred</p>",
+	} {
+		if got := dropControls(in); got != want {
+			t.Errorf("dropControls(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

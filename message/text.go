@@ -179,9 +179,12 @@ func (t *textParts) read(p part) {
 	// IsUnknownCharset looks through err with errors.As, which costs
 	// reflection: most parts have no error to look through.
 	charset, unknown := p.params["charset"], p.err != nil && message.IsUnknownCharset(p.err)
-	if unknown && isUTF7(charset) {
+	switch {
+	case unknown && isUTF7(charset):
 		// go-message knows no UTF-7; the data is only transfer-decoded.
 		data, unknown = []byte(decodeUTF7(data)), false
+	case isUTF16(charset):
+		data = []byte(decodeUTF16(data)) // see newEntity
 	}
 	s := toUTF8(data, p.mediaType, charset, unknown)
 	*dst = &s

@@ -270,6 +270,15 @@ func newEntity(h message.Header, body io.Reader, defaultType string) (entity, er
 			}
 		}
 	}
+	if isUTF16(params["charset"]) {
+		// go-message would read it big-endian: the text walk reads it
+		// instead (decodeUTF16), from the bytes go-message leaves
+		// undecoded without a charset.
+		p := maps.Clone(params)
+		delete(p, "charset")
+		h = h.Copy()
+		h.Set("Content-Type", formatMediaType(mediaType, p))
+	}
 	e, err := message.New(h, body)
 	return entity{Entity: e, mediaType: mediaType, params: params}, err
 }
