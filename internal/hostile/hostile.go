@@ -11,9 +11,11 @@ import (
 )
 
 // The pathological messages of the hostile-mail issue, built to just under
-// the default max_message_bytes (10 MiB) with lines SMTP lets through
-// (max_line_length 2000), so that each is a message a stranger can send.
-// Long decoded lines come from quoted-printable soft line breaks.
+// the default max_message_bytes (10 MiB), so that each is a message a
+// stranger can send. Most have short lines, as when SMTP capped message
+// lines; long decoded lines come from quoted-printable soft line breaks,
+// and, since spec §2 puts no limit on a message line, the raw-one-line
+// shapes send 10 MB on one line as it stands.
 
 // Size is the size each shape is built to: under 10 MiB with room
 // for the Received header the daemon adds.
@@ -64,6 +66,14 @@ var Shapes = []Shape{
 	}},
 	{"html-one-line", func() []byte {
 		return plainMessage("text/html", "quoted-printable", softLines(strings.Repeat("<i>&amp;</i>", Size/12), 70))
+	}},
+	// One line of 10 MB as sent, no transfer encoding (spec §2: message
+	// lines have no limit): it must cost no more than the shapes above.
+	{"plain-raw-one-line", func() []byte {
+		return plainMessage("text/plain", "8bit", strings.Repeat("https://e.x/a & <b> ", Size/20)+"\r\n")
+	}},
+	{"html-raw-one-line", func() []byte {
+		return plainMessage("text/html", "8bit", strings.Repeat(`<p style="color:red"><a href="https://e.x/">&amp;</a></p>`, Size/57)+"\r\n")
 	}},
 	// Each part costs go-message a header map and buffers.
 	{"many-parts", func() []byte {
