@@ -4,7 +4,7 @@
 //
 // The commands live one group to a file: serve.go (serve, its wiring and
 // shutdown), keys.go (keys create, list, revoke), admin.go (backup, check,
-// stats, inboxes, version); config.go reads the configuration.
+// stats, inboxes), version.go, health.go; config.go reads the configuration.
 package main
 
 import (
@@ -67,7 +67,8 @@ and "keys create" make a new data file; check, stats, inboxes, backup and
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "the TOML config `FILE` (default ./"+defaultConfigFile+" when it exists, else the built-in defaults; see config.example.toml)")
-	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCopyCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCopyCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd(), newHealthCmd())
+	addVersionFlag(root)
 	return root
 }
 
