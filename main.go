@@ -4,8 +4,8 @@
 //
 // The commands live one group to a file: serve.go (serve, its wiring and
 // shutdown), keys.go (keys create, list, revoke), admin.go (backup, check,
-// stats, inboxes, version), copy.go (copy); config.go reads the
-// configuration and store.go opens the store every command works on.
+// stats, inboxes), copy.go (copy), version.go, health.go; config.go reads
+// the configuration and store.go opens the store every command works on.
 package main
 
 import (
@@ -54,6 +54,7 @@ and "keys create" make a new data file; check, stats, inboxes, backup and
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().String("config", "", "the TOML config `FILE` (default ./"+defaultConfigFile+" when it exists, else the built-in defaults; see config.example.toml)")
-	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCopyCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd())
+	root.AddCommand(newServeCmd(), newKeysCmd(), newBackupCmd(), newCopyCmd(), newCheckCmd(), newStatsCmd(), newInboxesCmd(), newVersionCmd(), newHealthCmd())
+	addVersionFlag(root)
 	return root
 }

@@ -203,7 +203,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out, _ = runCmd(t, "--help")
-	for _, cmd := range []string{"serve", "keys", "backup", "check", "stats", "inboxes", "completion", "version"} {
+	for _, cmd := range []string{"serve", "keys", "backup", "check", "stats", "inboxes", "completion", "version", "health"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + ` `).MatchString(out) {
 			t.Errorf("burner --help does not list %s:\n%s", cmd, out)
 		}

@@ -75,3 +75,25 @@ func TestSystemdUnitHardening(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagedConfigs loads the configs the .deb and the container image
+// install, as burner will, and checks the settings they exist for.
+func TestPackagedConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		file             string
+		data, smtp, http string
+	}{
+		{"packaging/deb/burner.toml", "/var/lib/burner/burner.db", ":25", "127.0.0.1:8080"},
+		{"packaging/container/burner.toml", "/data/burner.db", ":2525", ":8080"},
+	} {
+		cfg, err := serveConfig(tc.file)
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		if cfg.Data != tc.data || cfg.SMTP.Listen != tc.smtp || cfg.HTTP.Listen != tc.http {
+			t.Errorf("%s: data %q, smtp.listen %q, http.listen %q; want %q, %q, %q",
+				tc.file, cfg.Data, cfg.SMTP.Listen, cfg.HTTP.Listen, tc.data, tc.smtp, tc.http)
+		}
+	}
+}
