@@ -187,7 +187,7 @@ func newStatsCmd() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\n",
 					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys)
-				// SPEC §9: the webhook events waiting, for a store that keeps them.
+				// spec §9: the webhook events waiting, for a store that keeps them.
 				if ob, ok := st.(interface {
 					Waiting(context.Context) ([]storage.HookWaiting, error)
 				}); ok {

@@ -31,7 +31,7 @@ type Config struct {
 	Webhooks  []WebhookConfig `toml:"webhooks"`
 }
 
-// WebhookConfig is one [[webhooks]] entry (SPEC §9).
+// WebhookConfig is one [[webhooks]] entry (spec §9).
 type WebhookConfig struct {
 	URL     string   `toml:"url"`
 	Inboxes []string `toml:"inboxes"`
@@ -99,7 +99,7 @@ type UIConfig struct {
 	RemoteImages bool `toml:"remote_images"`
 }
 
-// MCPConfig is the [mcp] section (SPEC §11).
+// MCPConfig is the [mcp] section (spec §11).
 type MCPConfig struct {
 	AddressDomain string `toml:"address_domain"`
 }

@@ -113,7 +113,7 @@ func TestCopyCommand(t *testing.T) {
 }
 
 // A PostgreSQL store cannot be backed up by burner: backup exits non-zero,
-// writes nothing and names pg_dump (SPEC §10). No database is needed: the
+// writes nothing and names pg_dump (spec §10). No database is needed: the
 // refusal comes before any connection.
 func TestBackupOfPostgresNamesPgDump(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "backup.db")

@@ -116,7 +116,7 @@ func realWorldFiles(t *testing.T) []string {
 // TestRealWorldCorpus delivers every message of the corpus over SMTP, as
 // its bytes are, to burner on a real bbolt file, and reads it back through
 // each route of the API: the source must be byte for byte what was sent,
-// every field as the golden file has it, and the invariants of SPEC §3
+// every field as the golden file has it, and the invariants of spec §3
 // hold. A message burner refuses is reported and recorded as refused.
 // After a deliberate change: go test -run TestRealWorldCorpus -update .
 // and review the diff of golden.json.
@@ -232,7 +232,7 @@ func readBack(t *testing.T, ta *testApp, name, inbox string, raw []byte) *realWo
 		t.Fatalf("%s: GET email: %v", name, err)
 	}
 	if len(email) != 8 {
-		t.Errorf("%s: the email has %d fields, want the 8 of SPEC §3: %v", name, len(email), email)
+		t.Errorf("%s: the email has %d fields, want the 8 of spec §3: %v", name, len(email), email)
 	}
 	var ok [5]bool
 	r.FromAddress, ok[0] = email["fromAddress"].(string)
@@ -491,7 +491,7 @@ func TestRealWorldCrossCheck(t *testing.T) {
 		}
 		pyAddress := p.FromAddress
 		if pyAddress == "" {
-			// SPEC §3: no From address burner can read, so the envelope's.
+			// spec §3: no From address burner can read, so the envelope's.
 			pyAddress = realWorldEnvelope
 		}
 		for _, f := range []struct{ field, ours, python string }{
@@ -569,7 +569,7 @@ var crossCheckKnown = map[string]string{
 	"ruby-mail/rfc2822/example13.eml fromAddress":                       "burner right: as above",
 	"ruby-mail/plain_emails/mix_caps_content_type.eml fromName":         "burner right: \"Big Bug bb@bug.com\" without brackets; Python makes \"Big Bug bb\"@bug.com one address",
 	"ruby-mail/plain_emails/mix_caps_content_type.eml fromAddress":      "burner right: as above",
-	"spamassassin/nice/unicode2 fromAddress":                            "burner right: \"=?UTF-16?B?...?= test\" holds no address, so SPEC §3's envelope; Python takes the words for a local part",
+	"spamassassin/nice/unicode2 fromAddress":                            "burner right: \"=?UTF-16?B?...?= test\" holds no address, so spec §3's envelope; Python takes the words for a local part",
 	"spamscope-mail-parser/mail_test_19 fromName":                       "burner right: \"alice@example.com <bob@example.com>\" is bob's mailbox named alice@example.com, as readers show it (the spoofing case); Python takes the first address",
 	"spamscope-mail-parser/mail_test_19 fromAddress":                    "burner right: as above",
 	"php-mime-mail-parser/m0124 fromName":                               "burner right: RFC 2047 §6.2, the space between two encoded words is not text; Python keeps it inside a word",

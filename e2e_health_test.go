@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// End-to-end tests of SPEC §5's /healthz on a disk that really fills up:
+// End-to-end tests of spec §5's /healthz on a disk that really fills up:
 // a small tmpfs mounted for the test, a real `burner serve` on it, real
 // SMTP and HTTP.
 
@@ -122,7 +122,7 @@ var writableRE = regexp.MustCompile(`(?m)^burner_storage_writable (\d+)$`)
 
 // waitHealth polls /healthz of n until it answers status, and checks that
 // burner_storage_writable on /metrics says the same; it fails the test
-// when that takes more than 2 s (SPEC §5).
+// when that takes more than 2 s (spec §5).
 func waitHealth(t *testing.T, n *nodeProc, key string, status int, why string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
@@ -154,7 +154,7 @@ func waitHealth(t *testing.T, n *nodeProc, key string, status int, why string) {
 // TestHealthzDiskFullBolt: on a disk that fills up while the file has
 // free pages, a delivery whose commit needs more than those pages gets a
 // 451, and /healthz says 503 within 2 s, although a probe of one page
-// still fits (SPEC §5); once space is freed, the next delivery gets a
+// still fits (spec §5); once space is freed, the next delivery gets a
 // 250 and /healthz says 200 again.
 func TestHealthzDiskFullBolt(t *testing.T) {
 	dir := mountTmpfs(t, 48<<20)

@@ -19,7 +19,7 @@ import (
 // TestWebhookLeaseKillNine: on either store, an event whose request is
 // in flight when its node gets kill -9 (the receiver does not answer) is
 // sent within 20 s of the node being up again: the restarted node takes
-// back at once the lease its earlier run held (SPEC §9), rather than wait
+// back at once the lease its earlier run held (spec §9), rather than wait
 // for it to end. On bbolt, leases live in the memory of the one process.
 func TestWebhookLeaseKillNine(t *testing.T) {
 	t.Run("bbolt", func(t *testing.T) { leaseKillNine(t, filepath.Join(t.TempDir(), "burner.db")) })
@@ -81,7 +81,7 @@ func leaseKillNine(t *testing.T, dbURL string) {
 		}
 		t.Logf("the event in flight at kill -9 was sent %v after the node was up again", time.Since(up).Round(time.Millisecond))
 	case <-time.After(20 * time.Second):
-		t.Fatalf("the event in flight at kill -9 was not sent within 20 s of the node being up again (SPEC §9)")
+		t.Fatalf("the event in flight at kill -9 was not sent within 20 s of the node being up again (spec §9)")
 	}
 	if !strings.HasPrefix(dbURL, "postgres") {
 		return

@@ -15,7 +15,7 @@ import (
 const mcpClientDir = "server/testdata/mcp-client"
 
 // TestMCPWithTypeScriptSDK drives a real `burner serve` with another
-// implementation of MCP than burner's own (SPEC §11): the TypeScript SDK
+// implementation of MCP than burner's own (spec §11): the TypeScript SDK
 // runs initialize, tools/list and every tool, the flow new address → SMTP
 // delivery → wait → read → codes → delete, a read-only key, a scoped key
 // and no key (mcp.test.mjs).

@@ -19,7 +19,7 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// End-to-end tests of SPEC §10 with real `burner serve` processes on one
+// End-to-end tests of spec §10 with real `burner serve` processes on one
 // PostgreSQL database (helpers in e2e_pg_test.go).
 
 // startNodes starts nodes on dbURL one after the other, and returns them
@@ -46,7 +46,7 @@ func startNodes(t *testing.T, dbURL string, names ...string) ([]*nodeProc, strin
 
 // TestNodesStartTogether: nodes started at the same time on a new
 // database all serve, and exactly one of them creates the first key
-// (SPEC §10: once, by whichever node starts first, under the same lock as
+// (spec §10: once, by whichever node starts first, under the same lock as
 // the schema).
 func TestNodesStartTogether(t *testing.T) {
 	dbURL := testDatabase(t)
@@ -64,7 +64,7 @@ func TestNodesStartTogether(t *testing.T) {
 }
 
 // TestTwoNodesOneDatabase: what one node takes in, the other serves
-// (SPEC §10): mail, wake-ups of a long poll, revocations, UI sessions.
+// (spec §10): mail, wake-ups of a long poll, revocations, UI sessions.
 func TestTwoNodesOneDatabase(t *testing.T) {
 	dbURL := testDatabase(t)
 	nodes, key := startNodes(t, dbURL, "A", "B")
@@ -95,7 +95,7 @@ func TestTwoNodesOneDatabase(t *testing.T) {
 	t.Logf("wake-up from the end of DATA on A to the answer of wait=10 on B: median %v, max %v, over %d rounds",
 		latencies[len(latencies)/2], latencies[len(latencies)-1], len(latencies))
 	if worst := latencies[len(latencies)-1]; worst > time.Second {
-		t.Errorf("a wait on B was answered %v after the delivery on A, want within 1 s (SPEC §10)", worst)
+		t.Errorf("a wait on B was answered %v after the delivery on A, want within 1 s (spec §10)", worst)
 	}
 
 	// A UI login on A is valid on B.
@@ -126,7 +126,7 @@ func TestTwoNodesOneDatabase(t *testing.T) {
 		t.Fatalf("burner keys revoke: %v\n%s", err, out)
 	}
 	revoked := time.Now()
-	waitFor(t, time.Second, "B refuses the revoked key (SPEC §10: within 1 s)", func() bool {
+	waitFor(t, time.Second, "B refuses the revoked key (spec §10: within 1 s)", func() bool {
 		status, _, _ := apiGet(t, b.http, revokee, "/api/v1/emails?to=alice")
 		return status == http.StatusUnauthorized
 	})
@@ -297,7 +297,7 @@ func TestKillNineOfANode(t *testing.T) {
 }
 
 // TestDatabaseRestartUnderLoad stops the database under a node taking
-// mail, and starts it again (SPEC §10): meanwhile SMTP answers 451 4.3.0
+// mail, and starts it again (spec §10): meanwhile SMTP answers 451 4.3.0
 // and the API 503; afterwards the node serves again by itself within 15
 // s, and every message that got a 250 is there. Once with a fast
 // shutdown, once with kill -9 of the postmaster.
@@ -321,7 +321,7 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 			stream := startStream(n.smtp, 2, nil)
 			waitFor(t, 20*time.Second, "20 messages get a 250 before the outage", func() bool { return stream.count() >= 20 })
 			// A request now: the node may serve this key from memory
-			// during the outage (SPEC §10), so the 503 below is the
+			// during the outage (spec §10), so the 503 below is the
 			// store's, not a 401.
 			if status, _, body := apiGet(t, n.http, key, "/api/v1/emails?to=s0-m0"); status != 200 {
 				t.Fatalf("GET before the outage: %d %s", status, body)
@@ -340,7 +340,7 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 			up := time.Now()
 			t.Logf("outage: %v; PostgreSQL took %v to start", restart.Sub(stopped), up.Sub(restart))
 
-			// SPEC §10: it serves again within 15 s of the database's
+			// spec §10: it serves again within 15 s of the database's
 			// return: /healthz, the API and a new SMTP session.
 			waitFor(t, 15*time.Second, "the node serves again after PostgreSQL's return", func() bool {
 				if status, _, _ := apiGet(t, n.http, "", "/healthz"); status != 200 {
@@ -379,7 +379,7 @@ func TestDatabaseRestartUnderLoad(t *testing.T) {
 
 // checkOutage checks what the node answers while its database is down:
 // 451 4.3.0 at the end of DATA, 503 with Retry-After from the API, 503
-// from /healthz (SPEC §10). Each is polled until it holds: the node
+// from /healthz (spec §10). Each is polled until it holds: the node
 // learns of the outage from a failed call. With orphans, a probe may get
 // a 250 from a backend that outlived its postmaster: checkOutage returns
 // the inboxes of those, which must be kept; without, a 250 fails the test.

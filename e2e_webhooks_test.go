@@ -20,7 +20,7 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// An end-to-end test of SPEC §9 with several nodes (§10): real `burner
+// An end-to-end test of spec §9 with several nodes (§10): real `burner
 // serve` processes on one PostgreSQL database, one webhook, and a receiver
 // that checks what a Standard Webhooks consumer would.
 
@@ -164,7 +164,7 @@ func webhookDelivered(t *testing.T, base, key string) int {
 // TestWebhooksTwoNodes: two nodes on one database with the same hook,
 // mail coming in on both. Every email's event arrives, signed; none is
 // sent by both nodes at the same moment; and as the receiver answers 2xx
-// in time, each arrives exactly once (SPEC §9, §10).
+// in time, each arrives exactly once (spec §9, §10).
 func TestWebhooksTwoNodes(t *testing.T) {
 	dbURL := testDatabase(t)
 	var raw [32]byte
@@ -251,7 +251,7 @@ func TestWebhooksTwoNodes(t *testing.T) {
 		t.Errorf("the receiver refused a request: %s", bad)
 	}
 	if len(rc.overlaps) > 0 {
-		t.Errorf("%d requests came while another for the same event was being answered (SPEC §10: one node at a time), e.g. %v",
+		t.Errorf("%d requests came while another for the same event was being answered (spec §10: one node at a time), e.g. %v",
 			len(rc.overlaps), rc.overlaps[:min(len(rc.overlaps), 5)])
 	}
 	total := 0

@@ -25,7 +25,7 @@ func (unreachable) Deliver(context.Context, *storage.Message, []string) ([]stora
 	return nil, fmt.Errorf("deliver: dial tcp 10.0.0.5:5432: connect: connection refused: %w", storage.ErrUnavailable)
 }
 
-// SPEC §10: when the database cannot be reached, the end of DATA gets
+// spec §10: when the database cannot be reached, the end of DATA gets
 // 451 4.3.0, so that the sender keeps the message and retries.
 func TestUnreachableStoreIs451(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -39,7 +39,7 @@ func schemaExists(ctx context.Context, url string) (bool, error) {
 	return exists, err
 }
 
-// SPEC §10: the commands work on a PostgreSQL store, directly; inspection
+// spec §10: the commands work on a PostgreSQL store, directly; inspection
 // never creates one.
 func TestCommandsOnPostgres(t *testing.T) {
 	db := testDatabase(t)
@@ -80,7 +80,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 
 // TestCopyThroughPostgres copies a bbolt file into a new database and
 // back into a new file, and asks all three the same: the same answers,
-// byte for byte (SPEC §10).
+// byte for byte (spec §10).
 func TestCopyThroughPostgres(t *testing.T) {
 	db := testDatabase(t)
 	ctx := context.Background()

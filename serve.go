@@ -86,7 +86,7 @@ func (a *app) smtpReady() error {
 }
 
 // nodeName returns the name of this node among the nodes of one store
-// (SPEC §9, §10; docs/scale.md): the node setting, or else the host's name
+// (spec §9, §10; docs/scale.md): the node setting, or else the host's name
 // and the address the SMTP server is bound to, such as
 // "mx1.example.test/[::]:25". It stays the same across restarts, so that a
 // node takes back the webhook leases of its earlier run, and differs
@@ -188,7 +188,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
 	// A PostgreSQL store needs no control socket: the CLI opens the
-	// database itself, as any number of processes may (SPEC §10).
+	// database itself, as any number of processes may (spec §10).
 	if !isPostgres(cfg.Data) {
 		if a.ctlLn, err = listenControl(controlSocket(cfg.Data)); err != nil {
 			return nil, err
@@ -300,7 +300,7 @@ func (a *app) run(ctx context.Context) error {
 	swept, reloaded := make(chan struct{}), make(chan struct{})
 	go func() { defer close(swept); a.sweep(bgCtx) }()
 	go func() { defer close(reloaded); a.reloadOnHUP(bgCtx) }()
-	// Webhooks go out after the 250s, never in their way (SPEC §9); the
+	// Webhooks go out after the 250s, never in their way (spec §9); the
 	// worker lets requests in flight end when bgCtx is done.
 	hooked := make(chan struct{})
 	go func() {
@@ -429,7 +429,7 @@ func ensureKey(ctx context.Context, db storage.Store, notice io.Writer) error {
 	_, secret, err := db.CreateKey(ctx, "default", storage.Scope{})
 	if errors.Is(err, storage.ErrKeyExists) {
 		// Nodes that start together on one database all find no key;
-		// the store lets one of them make it (SPEC §10: once, by
+		// the store lets one of them make it (spec §10: once, by
 		// whichever starts first), and the others go on without it.
 		return nil
 	}

@@ -81,7 +81,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("GET without key = %d %s, want 401", status, body)
 	}
 
-	// RCPT refusals of SPEC §2, with the real client.
+	// RCPT refusals of spec §2, with the real client.
 	for _, rcpt := range []string{"carol@elsewhere.test", "bad!char@inbox.test", strings.Repeat("a", 65) + "@inbox.test"} {
 		err := sendMail(t, smtpAddr, "x@sender.test", []string{rcpt}, msg)
 		var smtpErr *smtp.SMTPError

@@ -52,7 +52,7 @@ const (
 )
 
 // isPostgres reports whether data names a PostgreSQL database rather than
-// a bbolt file (SPEC §10): a postgres:// or postgresql:// URL.
+// a bbolt file (spec §10): a postgres:// or postgresql:// URL.
 func isPostgres(data string) bool {
 	scheme, _, ok := strings.Cut(data, "://")
 	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))

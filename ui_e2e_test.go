@@ -15,7 +15,7 @@ import (
 	"burner/storage"
 )
 
-// TestUIInBrowser drives the web UI (SPEC §5) in a real headless Chromium:
+// TestUIInBrowser drives the web UI (spec §5) in a real headless Chromium:
 // log in, open an inbox, receive an email over SMTP and see it appear
 // without a reload, open it, check that its scripts did not run, delete it.
 // With BURNER_SCREENSHOTS=1 it writes the screenshots of the README to

@@ -79,7 +79,7 @@ func startHookChild(t *testing.T, data, url string) (*exec.Cmd, string) {
 
 // TestWebhookKillNine: an email that got its 250 while the receiver was
 // down, followed by kill -9, is sent once the server is started again and
-// the receiver is up (SPEC §9: at least once, never lost).
+// the receiver is up (spec §9: at least once, never lost).
 func TestWebhookKillNine(t *testing.T) {
 	if os.Getenv("BURNER_HOOK_CHILD_DATA") != "" || os.Getenv("BURNER_CHILD_DATA") != "" {
 		t.Skip("child process")

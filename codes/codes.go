@@ -1,5 +1,5 @@
 // Package codes finds the one-time codes of an email in its subject and
-// text (SPEC §7): by the default rule (Find), or by a sender's regular
+// text (spec §7): by the default rule (Find), or by a sender's regular
 // expression (Compile, then Pattern.Match). It is a pure text algorithm:
 // it reads no mail and no request; server turns its errors into the 400.
 //
@@ -20,16 +20,16 @@ import (
 	"unicode/utf8"
 )
 
-// maxPatternRunes is the longest pattern= (SPEC §7), counted in characters
+// maxPatternRunes is the longest pattern= (spec §7), counted in characters
 // as a person writing one counts them.
 const maxPatternRunes = 256
 
 // keywordWindow is how many characters before a code its keyword must lie
-// within (SPEC §7). They are runes, what a reader counts: "Código: " is
+// within (spec §7). They are runes, what a reader counts: "Código: " is
 // eight characters, whatever its UTF-8 takes.
 const keywordWindow = 40
 
-// codeKeywords are the words that say a number is a code (SPEC §7), in
+// codeKeywords are the words that say a number is a code (spec §7), in
 // lower case.
 var codeKeywords = []string{
 	"code", "codes", "otp", "pin", "passcode", "password", "verification", "verify",
@@ -43,7 +43,7 @@ const maxKeywordLen = 12
 // maxPatternRunes or is not a regular expression RE2 takes.
 var ErrBadPattern = errors.New("codes: not a usable regular expression")
 
-// Compile compiles a pattern= (SPEC §7), or returns ErrBadPattern.
+// Compile compiles a pattern= (spec §7), or returns ErrBadPattern.
 func Compile(p string) (*Pattern, error) {
 	if utf8.RuneCountInString(p) > maxPatternRunes {
 		return nil, ErrBadPattern
@@ -97,7 +97,7 @@ func looksBehind(re *syntax.Regexp) bool {
 const patternWork = 8
 
 // ErrTooCostly is Match's error for a pattern whose matches cost more than
-// patternWork over the text: SPEC §7 has one message for it and for
+// patternWork over the text: spec §7 has one message for it and for
 // ErrBadPattern, a pattern= that cannot be used.
 var ErrTooCostly = errors.New("codes: pattern reads the text too often")
 
@@ -200,7 +200,7 @@ func (p *Pattern) Match(subject *string, text string) ([]string, error) {
 	return out, nil
 }
 
-// Find returns the codes of the default rule of SPEC §7 in subject
+// Find returns the codes of the default rule of spec §7 in subject
 // (nil when the email has none) and text: those with a keyword before
 // them first, then the others; within each, the subject's before the
 // text's, in order; each code once, where it first comes in that order.
@@ -426,7 +426,7 @@ func (c *codeScan) token(x int) codeToken {
 	return t
 }
 
-// urlStart returns where the first URL in tok starts (SPEC §7: at a scheme
+// urlStart returns where the first URL in tok starts (spec §7: at a scheme
 // and "://", or at "www."), or len(tok). A URL runs to the end of the
 // run of non-space characters, so all of tok from there is in it.
 func urlStart(tok string) int {
@@ -556,7 +556,7 @@ func lastRune(s string) (rune, int) {
 	return r, len(s) - size
 }
 
-// isWordRune: a code must not touch a letter, a digit or "_" (SPEC §7).
+// isWordRune: a code must not touch a letter, a digit or "_" (spec §7).
 // Letters of every script count.
 func isWordRune(r rune) bool {
 	if r < utf8.RuneSelf {

@@ -14,7 +14,7 @@ import (
 // codeCases are mail as services send it, written from what they publish
 // and what their messages look like; text is what /text returns (the
 // plain part, or the visible text of an HTML-only message, one line per
-// block). want is SPEC §7's default rule to the letter, including where
+// block). want is spec §7's default rule to the letter, including where
 // that rule reads a number a person would not call a code.
 var codeCases = []struct {
 	name    string

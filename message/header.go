@@ -276,7 +276,7 @@ func decodeUTF16(data []byte) string {
 
 // sender returns the address and display name of the first mailbox in
 // the From header that holds one, or envelopeFrom and no name when there
-// is none (SPEC §3). The name is RFC 2047-decoded as well as it can be.
+// is none (spec §3). The name is RFC 2047-decoded as well as it can be.
 func sender(from string, envelopeFrom string) (addr, name string) {
 	addr, name, ok := firstMailbox(from)
 	if !ok {

@@ -89,7 +89,7 @@ func TestElementSets(t *testing.T) {
 }
 
 // TestBodyHasNoControls: no C0 control but tab, LF and CR reaches a body,
-// whichever way the body is made (SPEC §3: body is HTML, which cannot
+// whichever way the body is made (spec §3: body is HTML, which cannot
 // carry them), and a NUL reaches neither the body nor the text.
 func TestBodyHasNoControls(t *testing.T) {
 	p := New(0)

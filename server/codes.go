@@ -7,7 +7,7 @@ import (
 	"burner/codes"
 )
 
-// errBadPattern is SPEC §7's one answer to a pattern= that cannot be used:
+// errBadPattern is spec §7's one answer to a pattern= that cannot be used:
 // one that does not compile (codes.ErrBadPattern) and one whose matches
 // would read the text too often (codes.ErrTooCostly).
 var errBadPattern = badRequest("'pattern' must be a valid regular expression.")
@@ -35,7 +35,7 @@ func matchCodes(p *codes.Pattern, subject *string, text string) ([]string, error
 	return found, err
 }
 
-// emailCodes is SPEC §7's answer for an email: p's matches, or the default
+// emailCodes is spec §7's answer for an email: p's matches, or the default
 // rule's when p is nil; never nil.
 func emailCodes(p *codes.Pattern, subject *string, text string) ([]string, error) {
 	found := []string(nil)

@@ -37,7 +37,7 @@ func TestCodesAPI(t *testing.T) {
 	costly := a.deliver("alice@example.com", storage.Message{Raw: []byte("\r\n\r\n"), Plain: strings.Repeat("a", 64<<10)})
 	wantJSON(t, "GET codes with a pattern that reads the text again at each match",
 		a.call("GET", "/api/v1/emails/"+costly.ID+"/codes?pattern="+url.QueryEscape(`a(?:.*b)?`)), 400, bad)
-	// SPEC §8: 401, then the request's own 400, then 404.
+	// spec §8: 401, then the request's own 400, then 404.
 	wantJSON(t, "GET codes of an unknown id with a bad pattern", a.call("GET", unknown+"?pattern=("), 400, bad)
 	wantUnauthorized(t, "GET codes with a bad pattern and no key", a.callAuth("GET", unknown+"?pattern=(", ""))
 

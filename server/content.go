@@ -6,7 +6,7 @@ import (
 )
 
 // The routes of this file serve what a test needs of a message beyond its
-// Email fields (SPEC §5, §7): the source, the files, the text, the links,
+// Email fields (spec §5, §7): the source, the files, the text, the links,
 // the codes.
 
 func (s *Server) handleRaw(w http.ResponseWriter, r *http.Request) {
@@ -84,9 +84,9 @@ func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, links)
 }
 
-// handleCodes answers the one-time codes of an email (SPEC §7, package codes).
+// handleCodes answers the one-time codes of an email (spec §7, package codes).
 // A bad pattern is refused before the email is looked up: the request's
-// own 400 comes before a 404 (SPEC §8's order). The subject is in the
+// own 400 comes before a 404 (spec §8's order). The subject is in the
 // email, the text in its content: two reads, and an email deleted between
 // them is a 404 all the same.
 func (s *Server) handleCodes(w http.ResponseWriter, r *http.Request) {

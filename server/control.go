@@ -14,7 +14,7 @@ import (
 // (control_client.go), the other end.
 
 // createdKey answers a key creation: the key, and its secret, shown this
-// once (SPEC §1).
+// once (spec §1).
 type createdKey struct {
 	storage.Key
 	Secret string

@@ -50,7 +50,7 @@ func (d *tee) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 
 // differentialMail is what the test sends: each a message and its
 // recipients, sent one second after the previous one unless same is set
-// (then in the same millisecond, which SPEC §3 resolves with +1 ms).
+// (then in the same millisecond, which spec §3 resolves with +1 ms).
 var differentialMail = []struct {
 	to   []string
 	same bool
@@ -69,7 +69,7 @@ var differentialMail = []struct {
 // TestDifferentialBoltPostgres: the same mail, on the same clock, into a
 // bbolt store and a PostgreSQL one, through the real SMTP daemon; then
 // the API of each answers the same requests with the same status,
-// headers and bytes, but for the ids each engine chose (SPEC §10).
+// headers and bytes, but for the ids each engine chose (spec §10).
 func TestDifferentialBoltPostgres(t *testing.T) {
 	ctx := context.Background()
 	clk := newClock()

@@ -18,17 +18,17 @@ import (
 	"burner/storage"
 )
 
-// timeLayout is the API document's receivedAt: ISO 8601, UTC, milliseconds.
+// timeLayout is spec §3's receivedAt: ISO 8601, UTC, milliseconds.
 const timeLayout = "2006-01-02T15:04:05.000Z"
 
-// defaultLimit and maxLimit bound a list (API document §8).
+// defaultLimit and maxLimit bound a list (spec §4).
 const (
 	defaultLimit = 10
 	maxLimit     = 10
 )
 
-// emailJSON is an Email on the wire: exactly the API document's eight
-// fields, in its order (SPEC §3).
+// emailJSON is an Email on the wire: exactly spec §3's eight
+// fields, in its order (spec §3).
 type emailJSON struct {
 	ID          string  `json:"id"`
 	ToAddress   string  `json:"toAddress"`
@@ -231,7 +231,7 @@ func decimal(s string) (n int, ok bool) {
 	return n, err == nil
 }
 
-// maxWait bounds a long poll (SPEC §5).
+// maxWait bounds a long poll (spec §5).
 const maxWait = 60 * time.Second
 
 // waitParam returns the long poll a list asks for with wait=N (seconds, 1
@@ -350,7 +350,7 @@ func (s *Server) arrived(ctx context.Context, q storage.Query, c cursor) ([]stor
 func (s *Server) handleGetEmail(w http.ResponseWriter, r *http.Request) {
 	e, err := s.db.Email(r.Context(), r.PathValue("id"))
 	if err != nil {
-		s.fail(w, r, err) // ErrNotFound also for an id that is not a UUID (SPEC §4)
+		s.fail(w, r, err) // ErrNotFound also for an id that is not a UUID (spec §4)
 		return
 	}
 	writeJSON(w, http.StatusOK, newEmailJSON(e))
@@ -387,7 +387,7 @@ type listRequest struct {
 // string once. When several are wrong it reports the first in the order of
 // the API document: the inbox, then the filters, then limit and since, then
 // the extensions (before, header, wait). A parameter with an empty value counts as
-// not given (SPEC §4).
+// not given (spec §4).
 func listQuery(rawQuery string) (listRequest, error) {
 	to, err := localPart(rawQuery)
 	if err != nil {
@@ -438,7 +438,7 @@ func listQuery(rawQuery string) (listRequest, error) {
 	return q, nil
 }
 
-// parseHeaderFilter parses header=Name:value (SPEC §5): a header field
+// parseHeaderFilter parses header=Name:value (spec §5): a header field
 // name (RFC 5322 §2.2: printable ASCII but the colon) and a value to find
 // in it, possibly empty, which matches any message that has the field.
 func parseHeaderFilter(h string) (*storage.Header, error) {
@@ -473,7 +473,7 @@ func localPart(rawQuery string) (string, error) {
 	return to, checkLocalPart(to)
 }
 
-// checkLocalPart validates an inbox name, with the API's messages (SPEC
+// checkLocalPart validates an inbox name, with the API's messages (spec
 // §4); the web UI checks what people type with it too.
 func checkLocalPart(to string) error {
 	switch {
@@ -536,7 +536,7 @@ func parseSince(s string) (time.Time, error) {
 // name the parameter.
 var errBadTime = errors.New("not a Unix timestamp in seconds")
 
-// parseTime parses a Unix time in seconds for since and before (SPEC §4,
+// parseTime parses a Unix time in seconds for since and before (spec §4,
 // §5): at least 0, with an optional fraction, written in decimal,
 // optionally with an exponent; else errBadTime. A plain decimal keeps all
 // of its digits down to the nanosecond; float64 would lose the last few

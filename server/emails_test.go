@@ -46,7 +46,7 @@ func ids(emails ...storage.Email) []string {
 	return out
 }
 
-// The API document §7, row by row, and SPEC §4's validation rules.
+// spec §4's table of errors, row by row, and its validation rules.
 func TestListValidation(t *testing.T) {
 	a := newAPI(t)
 	const (
@@ -154,7 +154,7 @@ func TestClearValidation(t *testing.T) {
 	}
 }
 
-// SPEC §3: exactly the eight fields, in order; null subject and body;
+// spec §3: exactly the eight fields, in order; null subject and body;
 // receivedAt in UTC with milliseconds.
 func TestEmailJSON(t *testing.T) {
 	a := newAPI(t)
@@ -194,7 +194,7 @@ func TestListEmpty(t *testing.T) {
 	wantJSON(t, "GET empty inbox", a.call("GET", "/api/v1/emails?to=alice"), http.StatusOK, `[]`)
 }
 
-// SPEC §4: newest first, 10 by default, limit from 1 to 10.
+// spec §4: newest first, 10 by default, limit from 1 to 10.
 func TestListOrderAndLimit(t *testing.T) {
 	a := newAPI(t)
 	var all []storage.Email
@@ -218,7 +218,7 @@ func TestListOrderAndLimit(t *testing.T) {
 	}
 }
 
-// SPEC §4: equal times come in reverse arrival order.
+// spec §4: equal times come in reverse arrival order.
 func TestListEqualTimes(t *testing.T) {
 	a := newAPI(t)
 	var want []storage.Email
@@ -234,7 +234,7 @@ func TestListEqualTimes(t *testing.T) {
 	}
 }
 
-// SPEC §4: since is in seconds with a fraction; only emails received
+// spec §4: since is in seconds with a fraction; only emails received
 // strictly after it are listed.
 func TestListSince(t *testing.T) {
 	a := newAPI(t)
@@ -268,7 +268,7 @@ func TestListSince(t *testing.T) {
 	}
 }
 
-// SPEC §4: Alice and alice are one inbox; alice+x is its own.
+// spec §4: Alice and alice are one inbox; alice+x is its own.
 func TestListInboxes(t *testing.T) {
 	a := newAPI(t)
 	lower := a.deliver("alice@example.com", storage.Message{})
@@ -377,7 +377,7 @@ func TestDeleteEmail(t *testing.T) {
 	}
 }
 
-// SPEC §2: each recipient's copy has its own life.
+// spec §2: each recipient's copy has its own life.
 func TestDeleteOneCopy(t *testing.T) {
 	a := newAPI(t)
 	emails, err := a.db.Deliver(context.Background(), &storage.Message{Subject: ptr("to both")},

@@ -13,7 +13,7 @@ import (
 )
 
 // badRequest is a validation failure. Its text is the message sent to the
-// client, SPEC §4 to the letter.
+// client, spec §4 to the letter.
 type badRequest string
 
 func (e badRequest) Error() string { return string(e) }
@@ -40,7 +40,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, storage.ErrKeyExists):
 		writeError(w, http.StatusConflict, "A key with that name already exists.")
 	case errors.Is(err, storage.ErrUnavailable):
-		// The database is down or out of reach (SPEC §10): the client
+		// The database is down or out of reach (spec §10): the client
 		// should come back, and the sender's MTA does (451).
 		s.log.WarnContext(r.Context(), "storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		unavailable(w)
@@ -56,10 +56,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // retryAfter is what a client is told to wait before it asks again while
 // the store cannot be reached: a node serves again within 15 s of the
-// database's return (SPEC §10), so a few tries span it.
+// database's return (spec §10), so a few tries span it.
 const retryAfter = "5"
 
-// unavailable answers 503 for a store that cannot be reached (SPEC §10).
+// unavailable answers 503 for a store that cannot be reached (spec §10).
 func unavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", retryAfter)
 	writeError(w, http.StatusServiceUnavailable, "Storage unavailable.")
@@ -95,7 +95,7 @@ func writeBytes(w http.ResponseWriter, contentType string, data []byte) {
 }
 
 // writeError answers status with {"error": msg}, the shape of every error
-// (SPEC §4).
+// (spec §4).
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, struct {
 		Error string `json:"error"`

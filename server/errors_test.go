@@ -155,7 +155,7 @@ func (o *outage) CheckWritable(ctx context.Context) error {
 	return o.Store.CheckWritable(ctx)
 }
 
-// SPEC §10: a store that cannot be reached gives the API 503 "Storage
+// spec §10: a store that cannot be reached gives the API 503 "Storage
 // unavailable." with Retry-After: 5, the web UI a 503 page, /healthz 503;
 // and all answer again once it is back.
 func TestStorageUnavailable(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 const keepAlive = 15 * time.Second
 
 // handleEvents streams the emails that arrive in one inbox as Server-Sent
-// Events (SPEC §5): `id:` is the email id, `data:` its JSON. A client that
+// Events (spec §5): `id:` is the email id, `data:` its JSON. A client that
 // reconnects with Last-Event-ID gets what arrived after that email.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	to, err := localPart(r.URL.RawQuery)

@@ -20,8 +20,8 @@ import (
 )
 
 // listErrors are the messages listQuery may refuse a list with: the API
-// document's §7 and SPEC §4, to the letter, and that of the header filter
-// (SPEC §5).
+// document's §7 and spec §4, to the letter, and that of the header filter
+// (spec §5).
 var listErrors = []string{
 	"'to' is required.",
 	"Invalid local part. Only alphanumeric characters and _-+. are allowed.",
@@ -34,7 +34,7 @@ var listErrors = []string{
 	"'wait' must be an integer from 1 to 60.",
 }
 
-// emailFields are the eight fields of an Email on the wire (SPEC §3).
+// emailFields are the eight fields of an Email on the wire (spec §3).
 var emailFields = []string{"body", "fromAddress", "fromName", "id", "read", "receivedAt", "subject", "toAddress"}
 
 // addListQuerySeeds adds the raw query strings both list fuzzers start

@@ -21,7 +21,7 @@ import (
 	"burner/storage"
 )
 
-// The Model Context Protocol at /mcp (SPEC §11): the API's inboxes as
+// The Model Context Protocol at /mcp (spec §11): the API's inboxes as
 // tools an agent calls. Each tool validates its input with the API's own
 // code (listQuery, checkLocalPart, codesPattern), reaches the store
 // through Server.db under the scope of the request's key (scope.go), and
@@ -31,14 +31,14 @@ import (
 // The transport is stateless: every POST is authenticated by requireKey
 // and served by a server chosen for its key, and nothing outlives it. So a
 // revoked key stops working at its next request, a read-only key is never
-// shown the delete tools, and nodes behind one load balancer (SPEC §10)
+// shown the delete tools, and nodes behind one load balancer (spec §10)
 // need no shared table of sessions.
 
 const (
 	// mcpMaxText is how many characters of an email's text read_email
-	// gives (SPEC §11); the rest is cut and "truncated" set.
+	// gives (spec §11); the rest is cut and "truncated" set.
 	mcpMaxText = 20_000
-	// mcpMaxLinks is how many links read_email gives (SPEC §11).
+	// mcpMaxLinks is how many links read_email gives (spec §11).
 	mcpMaxLinks = 100
 	// mcpDefaultWait is wait_for_email's timeout_s when not given.
 	mcpDefaultWait = 30 * time.Second
@@ -338,7 +338,7 @@ func toolQuery(inbox, subject, search, from string, since *float64, limit *int) 
 	}
 	v := url.Values{"to": {inbox}, "subject": {subject}, "search": {search}}
 	if from != "" {
-		v.Set("header", "From:"+from) // SPEC §5's header filter
+		v.Set("header", "From:"+from) // spec §5's header filter
 	}
 	if since != nil {
 		v.Set("since", strconv.FormatFloat(*since, 'f', -1, 64))
@@ -385,7 +385,7 @@ type waitForEmailOut struct {
 }
 
 // toolWaitForEmail is the API's list with wait=N (waitList): woken by
-// deliveries, on this node or another (SPEC §10), never by a poll.
+// deliveries, on this node or another (spec §10), never by a poll.
 func (s *Server) toolWaitForEmail(ctx context.Context, in waitForEmailIn) (waitForEmailOut, error) {
 	q, err := toolQuery(in.Inbox, in.Subject, in.Search, in.From, in.Since, nil)
 	if err != nil {

@@ -444,7 +444,7 @@ func TestMCPNewAddressDomain(t *testing.T) {
 }
 
 // TestMCPScope: a scoped key sees, waits on and creates only addresses
-// inside its patterns (SPEC §8, §11).
+// inside its patterns (spec §8, §11).
 func TestMCPScope(t *testing.T) {
 	n := newMCPNode(t, openDB(t), Options{Domains: []string{"inbox.test"}})
 	n.send("alice@inbox.test", fmt.Sprintf(signupMail, "alice@inbox.test"))
@@ -632,7 +632,7 @@ func TestMCPWaitTimesOut(t *testing.T) {
 }
 
 // TestMCPWaitAcrossNodes: two nodes on one PostgreSQL database; a
-// wait_for_email on one is woken by mail the other receives (SPEC §10).
+// wait_for_email on one is woken by mail the other receives (spec §10).
 func TestMCPWaitAcrossNodes(t *testing.T) {
 	dbURL := pgDatabase(t)
 	a := newMCPNode(t, openPG(t, dbURL, postgres.Options{}), Options{Domains: []string{"inbox.test"}})

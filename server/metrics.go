@@ -68,7 +68,7 @@ type healthCache struct {
 }
 
 // storeHealth returns the store's CheckWritable, at most a second old:
-// nil while new mail would be stored now (SPEC §5).
+// nil while new mail would be stored now (spec §5).
 func (s *Server) storeHealth(ctx context.Context) error {
 	h := &s.health
 	h.mu.Lock()
@@ -100,7 +100,7 @@ func (s *Server) newHealthGauge() prometheus.Collector {
 // now: the store takes writes, has room for new mail (the check delivery
 // makes, so that the answer is 503 while mail gets 452 for want of space),
 // and the last delivery's commit did not fail for a storage reason with
-// none succeeding since (SPEC §5); and when the listeners are up
+// none succeeding since (spec §5); and when the listeners are up
 // (Options.Ready). Else 503 {"status":"unavailable"}. It needs no API key.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	err := s.storeHealth(r.Context())
@@ -118,7 +118,7 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, health{"ok"})
 }
 
-// webhookMetrics are the webhook series of SPEC §9. They exist even when
+// webhookMetrics are the webhook series of spec §9. They exist even when
 // nobody registers them, so the code that counts never checks.
 type webhookMetrics struct {
 	deliveries *prometheus.CounterVec

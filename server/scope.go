@@ -6,17 +6,17 @@ import (
 	"burner/storage"
 )
 
-// Scoped API keys (SPEC §8). This file is the one place that decides what
+// Scoped API keys (spec §8). This file is the one place that decides what
 // a request may reach. requireKey and the UI's requireSession put the
 // scope of the request's key in its context (withScope); every route
 // reaches the store only through Server.db, a scopedStore, whose methods
 // ask the scope of the context they are given. A route therefore cannot
 // forget the rule, and the rules come after the route's own validation
-// (SPEC §8's order: 401, 400, then these), because a handler validates
+// (spec §8's order: 401, 400, then these), because a handler validates
 // before it touches the store.
 
 // forbidden is a request its key's scope refuses; its text is the message
-// sent, SPEC §8 to the letter.
+// sent, spec §8 to the letter.
 type forbidden string
 
 func (e forbidden) Error() string { return string(e) }
@@ -80,7 +80,7 @@ func mayReadMetrics(ctx context.Context) error {
 
 // mayClear returns errReadOnly when ctx's scope is read-only, else
 // errInboxForbidden when it does not reach localPart: the read-only rule
-// comes first (SPEC §8).
+// comes first (spec §8).
 func mayClear(ctx context.Context, localPart string) error {
 	if err := mayDelete(ctx); err != nil {
 		return err
@@ -160,7 +160,7 @@ func (s scopedStore) MarkRead(ctx context.Context, id string) error {
 }
 
 // Delete refuses a read-only scope before it looks for the email: the
-// read-only rule comes first, for an unknown id too (SPEC §8).
+// read-only rule comes first, for an unknown id too (spec §8).
 func (s scopedStore) Delete(ctx context.Context, id string) error {
 	if err := mayDelete(ctx); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"burner/storage"
 )
 
-// The answers of SPEC §8, to the letter.
+// The answers of spec §8, to the letter.
 const (
 	inboxForbiddenBody   = `{"error":"This API key may not access this inbox."}`
 	readOnlyBody         = `{"error":"This API key is read-only."}`
@@ -41,7 +41,7 @@ type scopeCase struct {
 }
 
 // scopeTable holds, for every route the public handler registers, what
-// each kind of key gets (SPEC §8). TestScopeTableCoversEveryRoute fails
+// each kind of key gets (spec §8). TestScopeTableCoversEveryRoute fails
 // when a route is added without its entry here.
 var scopeTable = map[string][]scopeCase{
 	"GET /api/v1/emails": {
@@ -165,7 +165,7 @@ func scopeAPI(t *testing.T) (*apiTest, *Server, map[string]string) {
 	return a, s, secrets
 }
 
-// TestScopeTable walks every route with every kind of key (SPEC §8), and
+// TestScopeTable walks every route with every kind of key (spec §8), and
 // checks that a request without a key still gets the 401 first.
 func TestScopeTable(t *testing.T) {
 	a, _, secrets := scopeAPI(t)
@@ -304,7 +304,7 @@ func scopeUI(t *testing.T, scope storage.Scope) *uiTest {
 }
 
 // TestUIScopedSession: a session of a scoped key sees and opens only its
-// inboxes (SPEC §8): an inbox outside answers 403 with the API's message,
+// inboxes (spec §8): an inbox outside answers 403 with the API's message,
 // an email outside is not found, and nothing outside can be deleted.
 func TestUIScopedSession(t *testing.T) {
 	u := scopeUI(t, storage.Scope{Inboxes: []string{"ci-*"}})

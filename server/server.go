@@ -19,7 +19,7 @@ import (
 
 // Options tune New. The zero value gives the defaults.
 type Options struct {
-	// UI enables the web UI at "/" (SPEC §5). Without it, everything
+	// UI enables the web UI at "/" (spec §5). Without it, everything
 	// outside /api/ and /healthz is a JSON 404.
 	UI bool
 	// Public lets anyone read inboxes in the UI without an API key
@@ -49,7 +49,7 @@ type Options struct {
 	// is up, for /healthz; nil means it is.
 	Ready func() error
 	// AddressDomain is the domain of MCP's new_address when Domains is
-	// empty (mcp.address_domain; SPEC §11).
+	// empty (mcp.address_domain; spec §11).
 	AddressDomain string
 	// Version is burner's version, which MCP clients are told.
 	Version string
@@ -110,7 +110,7 @@ func New(db storage.Store, opts Options, log *slog.Logger) *Server {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // ControlHandler returns the handler of the control socket, which the keys
-// commands use while `burner serve` holds the data file (SPEC §1). It asks
+// commands use while `burner serve` holds the data file (spec §1). It asks
 // for no API key: main serves it on a unix socket of mode 0600, and the
 // socket's file mode is the authentication.
 func (s *Server) ControlHandler() http.Handler { return s.control }
@@ -139,7 +139,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("/api/v1/emails/{id}", methodNotAllowed("GET, HEAD, DELETE"))
 	api.HandleFunc("DELETE /api/v1/inbox", s.handleClearInbox)
 	api.HandleFunc("/api/v1/inbox", methodNotAllowed("DELETE"))
-	// Compatible extensions (SPEC §5): added routes only.
+	// Compatible extensions (spec §5): added routes only.
 	for path, h := range map[string]http.HandlerFunc{
 		"/api/v1/emails/{id}/raw":             s.handleRaw,
 		"/api/v1/emails/{id}/attachments":     s.handleAttachments,
@@ -158,7 +158,7 @@ func (s *Server) routes() http.Handler {
 	mux := routeMux{http.NewServeMux(), &s.patterns}
 	mux.Handle("/api/", s.requireKey(api)) // authentication comes first under /api/
 	mux.Handle("/api", s.requireKey(api))  // else the mux would answer a text redirect to /api/
-	// MCP (SPEC §11, mcp.go) answers its methods itself.
+	// MCP (spec §11, mcp.go) answers its methods itself.
 	mux.Handle("/mcp", s.requireKey(s.mcpHandler()))
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
@@ -167,7 +167,7 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("/metrics", methodNotAllowed("GET, HEAD"))
 	}
 	if s.opts.UI {
-		mux.Handle("/", s.loginOverTLS(s.ui())) // the web UI (SPEC §5), ui.go
+		mux.Handle("/", s.loginOverTLS(s.ui())) // the web UI (spec §5), ui.go
 	} else {
 		mux.HandleFunc("/", notFound)
 	}
@@ -177,7 +177,7 @@ func (s *Server) routes() http.Handler {
 // canonicalPaths answers a JSON 404 to a request whose path is not in
 // canonical form ("//api/v1/emails", "/./api/...", "/api/v1/../v1/emails"),
 // where ServeMux would answer a text 307 to the cleaned path: every answer
-// is JSON (SPEC §4). A 404 rather than a redirect with a JSON body: such a
+// is JSON (spec §4). A 404 rather than a redirect with a JSON body: such a
 // path names none of our routes; a redirect would make every spelling of
 // a route an alias of it, one that proxies and access rules in front of
 // burner do not see as that route; and the client that built it (most
@@ -208,7 +208,7 @@ func cleanPath(p string) string {
 }
 
 // requireKey answers 401 unless the request carries the API key of a key
-// that exists now: a revoked key is refused at once (SPEC §1, §4). The
+// that exists now: a revoked key is refused at once (spec §1, §4). The
 // request goes on with the key's scope in its context, which Server.db
 // applies (scope.go).
 func (s *Server) requireKey(next http.Handler) http.Handler {
@@ -236,7 +236,7 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 }
 
 // metricsScope answers 403 unless the request's key may read metrics
-// (SPEC §8): /metrics reads no store, so it asks scope.go itself.
+// (spec §8): /metrics reads no store, so it asks scope.go itself.
 func metricsScope(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := mayReadMetrics(r.Context()); err != nil {

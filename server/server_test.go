@@ -253,7 +253,7 @@ func TestRevokedKeyRefusedAtOnce(t *testing.T) {
 	wantJSON(t, "another key", a.call("GET", path), http.StatusOK, `[]`)
 }
 
-// SPEC §4: authentication is checked first, before routing and validation.
+// spec §4: authentication is checked first, before routing and validation.
 func TestAuthComesFirst(t *testing.T) {
 	a := newAPI(t)
 	for _, req := range []struct{ method, path string }{

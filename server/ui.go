@@ -24,7 +24,7 @@ import (
 	"burner/storage"
 )
 
-// The web UI (SPEC §5): server-rendered pages from html/template, one
+// The web UI (spec §5): server-rendered pages from html/template, one
 // stylesheet and one small script, all embedded. Every page works without
 // JavaScript; the script only makes an inbox live.
 
@@ -130,7 +130,7 @@ func (s *Server) ui() http.Handler {
 	mux.HandleFunc("POST /login", u.handleLogin)
 	mux.HandleFunc("/login", methodNotAllowed("GET, HEAD, POST"))
 	// Only the UI's own paths ask for a session; any other path is the
-	// JSON 404 and a wrong method the JSON 405 of SPEC §4, as on the API.
+	// JSON 404 and a wrong method the JSON 405 of spec §4, as on the API.
 	protected := u.requireSession(pages)
 	for p, allow := range map[string]string{
 		"/{$}": "GET, HEAD", "/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD",
@@ -170,7 +170,7 @@ func pageHeaders(next http.Handler) http.Handler {
 type pageData struct {
 	CSRF     string // the token of the page's forms
 	LoggedIn bool   // a session: the page offers to log out
-	ReadOnly bool   // the session's key may not delete: no delete or clear controls (SPEC §8)
+	ReadOnly bool   // the session's key may not delete: no delete or clear controls (spec §8)
 	Page     any    // the page's own data
 }
 
@@ -215,7 +215,7 @@ func (u *webUI) fail(w http.ResponseWriter, r *http.Request, err error) {
 		u.render(w, r, http.StatusForbidden, "error", errorPage{Message: string(denied)})
 	case errors.Is(err, storage.ErrNotFound):
 		u.render(w, r, http.StatusNotFound, "error", errorPage{Message: "Email not found"})
-	case errors.Is(err, storage.ErrUnavailable): // SPEC §10, as the API answers it
+	case errors.Is(err, storage.ErrUnavailable): // spec §10, as the API answers it
 		u.s.log.WarnContext(r.Context(), "storage unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", retryAfter)
 		u.render(w, r, http.StatusServiceUnavailable, "error", errorPage{Message: "Storage unavailable. Try again in a few seconds."})
@@ -403,7 +403,7 @@ type emailPage struct {
 	Cut         bool
 	Attachments fileList
 	// Codes and Links are what a person debugging a sign-up test looks
-	// for first (SPEC §7, /links): the first few, and how many more.
+	// for first (spec §7, /links): the first few, and how many more.
 	Codes, Links         []string
 	MoreCodes, MoreLinks int
 }
@@ -422,7 +422,7 @@ const frameHead = `<!doctype html><html><head><meta charset="utf-8"><meta name="
 	`<base target="_blank"><link rel="stylesheet" href="%s"></head><body>`
 
 // handleEmail shows one email and marks it read: the read flag means
-// "viewed in the UI" (SPEC §3).
+// "viewed in the UI" (spec §3).
 func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 	e, _, ok := u.emailAndRaw(w, r)
 	if !ok {

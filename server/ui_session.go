@@ -17,14 +17,14 @@ import (
 	"burner/storage"
 )
 
-// The web UI's login (SPEC §5). A visitor logs in with an API key; the
+// The web UI's login (spec §5). A visitor logs in with an API key; the
 // server then keeps a session: a random token in an HttpOnly,
 // SameSite=Strict cookie that maps to the key's id. Each request looks the
 // key up again, so a revoked key ends its sessions at once.
 //
 // Where the sessions live depends on the store. A store that implements
 // storage.Sessions (PostgreSQL) keeps them, as hashes of their tokens, so
-// that a login on one node is valid on every node of one database (SPEC
+// that a login on one node is valid on every node of one database (spec
 // §10). Otherwise (bbolt, which one process holds) the server keeps them
 // in memory, and they do not survive a restart: keeping them would mean
 // storing the tokens, or a secret that signs them, in the data file.
@@ -37,7 +37,7 @@ const (
 	// sessionIdle is how long a session lives without a request.
 	sessionIdle = 12 * time.Hour
 	// sessionTouch is how often, at most, a request that slides a stored
-	// session writes its new end (SPEC §10: a session's last activity is
+	// session writes its new end (spec §10: a session's last activity is
 	// written at most once a minute). A session may so end up to this much
 	// earlier than its last request plus sessionIdle.
 	sessionTouch = time.Minute
@@ -71,7 +71,7 @@ type sessionStore interface {
 }
 
 // sessionStore returns where the sessions of u live: the store when it
-// keeps sessions (SPEC §10), else u's memory.
+// keeps sessions (spec §10), else u's memory.
 func (u *webUI) sessionStore() sessionStore {
 	if db, ok := u.s.store.(storage.Sessions); ok {
 		return storedSessions{db: db, mem: u.sessions}
@@ -157,7 +157,7 @@ func (ss *sessions) len() int {
 }
 
 // storedSessions keeps the sessions in the store, valid on every node
-// that shares it (SPEC §10). mem lends its clock, and remembers when this
+// that shares it (spec §10). mem lends its clock, and remembers when this
 // node last removed expired sessions.
 type storedSessions struct {
 	db  storage.Sessions
@@ -255,7 +255,7 @@ func (u *webUI) requireSession(next http.Handler) http.Handler {
 			return
 		}
 		// The session's key's scope limits the pages as it limits the API
-		// (SPEC §8): Server.db applies it (scope.go).
+		// (spec §8): Server.db applies it (scope.go).
 		r = r.WithContext(withScope(r.Context(), v.scope))
 		next.ServeHTTP(w, withVisitor(r, v))
 	})

@@ -106,7 +106,7 @@ func (b *browser) login(base, key string) {
 }
 
 // TestUISessionOnEveryNode: a web UI session made through one node is
-// valid through another on the same database (SPEC §10), is stored as
+// valid through another on the same database (spec §10), is stored as
 // the hash of its token, writes its last activity at most once a minute,
 // expires as in memory, and ends on every node at logout or when its key
 // is revoked.

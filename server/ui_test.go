@@ -115,7 +115,7 @@ func TestUIRequiresLogin(t *testing.T) {
 	} {
 		wantRedirect(t, "GET "+path+" without a session", u.get(path), next)
 	}
-	// A path that is no page is the JSON 404 of SPEC §4, session or not.
+	// A path that is no page is the JSON 404 of spec §4, session or not.
 	wantJSON(t, "GET /no/such/page without a session", u.get("/no/such/page"), http.StatusNotFound, `{"error":"Not found."}`)
 	wantRedirect(t, "POST /logout without a session", u.post("/logout", nil), "/login")
 	wantPage(t, "GET /login", u.get("/login"), http.StatusOK, `<label for="key">API key</label>`, `type="password"`)
@@ -200,7 +200,7 @@ func mustURL(t testing.TB, s string) *url.URL {
 	return p
 }
 
-// A revoked key ends its sessions at once (SPEC §1).
+// A revoked key ends its sessions at once (spec §1).
 func TestUIRevokedKeyEndsSession(t *testing.T) {
 	u := newUI(t, Options{})
 	u.login()
@@ -392,7 +392,7 @@ func TestUIInboxPaging(t *testing.T) {
 	wantRedirect(t, "GET a page after its first email", u.get(next), "/inbox/many")
 }
 
-// The read transition of SPEC §3: the API shows false, the UI page is
+// The read transition of spec §3: the API shows false, the UI page is
 // opened, the API shows true.
 func TestUIEmailMarksRead(t *testing.T) {
 	u := newUI(t, Options{})
@@ -642,7 +642,7 @@ func TestUIStatic(t *testing.T) {
 
 func TestUIRoutes(t *testing.T) {
 	u := newUI(t, Options{Public: true})
-	// SPEC §4: unknown paths and wrong methods get JSON, beside the UI too.
+	// spec §4: unknown paths and wrong methods get JSON, beside the UI too.
 	wantJSON(t, "GET /nope", u.get("/nope"), http.StatusNotFound, `{"error":"Not found."}`)
 	res := u.post("/email/"+zeroUUID, url.Values{"csrf": {u.csrf("/inbox/x/clear")}})
 	wantJSON(t, "POST an email page", res, http.StatusMethodNotAllowed, `{"error":"Method not allowed."}`)

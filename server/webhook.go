@@ -25,10 +25,10 @@ import (
 	"burner/storage"
 )
 
-// Webhook is one [[webhooks]] entry of the configuration (SPEC §9).
+// Webhook is one [[webhooks]] entry of the configuration (spec §9).
 type Webhook struct {
 	URL     string   // http or https
-	Inboxes []string // patterns as a key's (SPEC §8); none: every inbox
+	Inboxes []string // patterns as a key's (spec §8); none: every inbox
 	Secret  string   // whsec_ and the base64 of 24 to 64 bytes
 }
 
@@ -113,7 +113,7 @@ func webhookBody(e storage.Email) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
 }
 
-// The delivery rules of SPEC §9.
+// The delivery rules of spec §9.
 const (
 	webhookInFlight   = 4                // requests at once per hook
 	webhookTimeout    = 10 * time.Second // for a 2xx
@@ -126,10 +126,10 @@ const (
 	webhookLease = 30 * time.Second
 )
 
-// WebhookOptions tune NewWebhooks. The zero value gives SPEC §9's rules.
+// WebhookOptions tune NewWebhooks. The zero value gives spec §9's rules.
 type WebhookOptions struct {
 	Hooks []Webhook
-	// Node names this node in the leases of the outbox (SPEC §9, §10):
+	// Node names this node in the leases of the outbox (spec §9, §10):
 	// the same across its restarts, so that a node that starts takes back
 	// at once the leases of its earlier run (storage.Outbox
 	// ReclaimLeases), and distinct between nodes, or one would take the
@@ -157,7 +157,7 @@ type WebhookOptions struct {
 	DropEvery time.Duration
 }
 
-// Webhooks sends the events of a storage.Outbox to their hooks (SPEC §9).
+// Webhooks sends the events of a storage.Outbox to their hooks (spec §9).
 type Webhooks struct {
 	ob      storage.Outbox
 	opts    WebhookOptions
@@ -214,7 +214,7 @@ func NewWebhooks(ob storage.Outbox, opts WebhookOptions, log *slog.Logger) (*Web
 		w.hooks = append(w.hooks, &hookSender{id: h.ID(), url: h.URL, key: key, client: &http.Client{
 			Transport: tr,
 			Timeout:   opts.Timeout,
-			// SPEC §9: a redirect is not followed; its 3xx is a failure.
+			// spec §9: a redirect is not followed; its 3xx is a failure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}})
 	}
@@ -230,7 +230,7 @@ func (w *Webhooks) hookIDs() []string {
 	return ids
 }
 
-// webhookBackoff is SPEC §9's wait after the n-th failure: 5 s, doubling,
+// webhookBackoff is spec §9's wait after the n-th failure: 5 s, doubling,
 // ±20% so that the retries of a burst spread out, at most 1 h.
 func webhookBackoff(n int) time.Duration {
 	d := webhookMaxDelay
@@ -247,7 +247,7 @@ func webhookBackoff(n int) time.Duration {
 func (w *Webhooks) Run(ctx context.Context) {
 	// What expired while burner was down goes first, unsent.
 	w.dropExpired(ctx)
-	// SPEC §9: what this node's earlier run had in flight when it died is
+	// spec §9: what this node's earlier run had in flight when it died is
 	// due at once, not when its leases end.
 	if n, err := w.ob.ReclaimLeases(ctx, w.opts.Node); err != nil && ctx.Err() == nil {
 		w.log.Error("taking back the webhook leases of an earlier run failed", "node", w.opts.Node, "err", err)
@@ -380,7 +380,7 @@ func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) 
 
 // keepLease renews the lease of e every third of Options.Lease until the
 // function it returns is called, so that no other claim takes e while its
-// request, or the store's record of its outcome, is in flight (SPEC §9).
+// request, or the store's record of its outcome, is in flight (spec §9).
 // The function returns once the renewing has stopped.
 func (w *Webhooks) keepLease(ctx context.Context, e storage.Event) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})

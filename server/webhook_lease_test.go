@@ -11,7 +11,7 @@ import (
 
 // TestWebhooksLeaseRenewed: a request that outlasts the lease keeps its
 // event from the other workers, as its lease is renewed while it is in
-// flight (SPEC §9): two workers on one store, leases of 300 ms, and a
+// flight (spec §9): two workers on one store, leases of 300 ms, and a
 // receiver that answers after 1.5 s get one request, not several.
 func TestWebhooksLeaseRenewed(t *testing.T) {
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {

@@ -229,7 +229,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 
 // TestWebhooksDeliver: each email of a covered inbox reaches the receiver
 // once, signed (checked with an independent implementation), with the
-// body of SPEC §9; an inbox the hook does not cover sends nothing. The
+// body of spec §9; an inbox the hook does not cover sends nothing. The
 // worker polls once an hour here: the commit itself wakes it.
 func TestWebhooksDeliver(t *testing.T) {
 	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
@@ -451,7 +451,7 @@ func TestControlWaiting(t *testing.T) {
 // BenchmarkIngestWebhooks measures Deliver, under b.RunParallel, with no
 // hook, with a hook whose receiver answers at once, and with one whose
 // receiver is down (connections refused): the worker must not slow the
-// 250 (SPEC §9).
+// 250 (spec §9).
 func BenchmarkIngestWebhooks(b *testing.B) {
 	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
 	defer fast.Close()

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// SPEC §2: a file with LF line endings, sent as a new user would with the
+// spec §2: a file with LF line endings, sent as a new user would with the
 // real curl binary, gets 250 and is stored byte for byte. curl sends the
 // file as it is and ends it with a CRLF of its own before ".\r\n". curl
 // 7.88 stuffs a dot only after a CRLF, so the file's line that starts with

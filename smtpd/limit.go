@@ -13,7 +13,7 @@ import (
 // RFC 5321 §3.8 allows, instead of waiting in the accept queue: the client
 // learns to come back later and holds nothing of ours. Without the cap per
 // address, one host's idle connections, kept alive with NOOP, would take
-// every slot. SPEC §2: the trusted networks (loopback by default) are not
+// every slot. spec §2: the trusted networks (loopback by default) are not
 // counted per address, and when more than 80% of the slots are taken the
 // listener is under stress (Postfix's word): a session that is not reading
 // a message's data waits stressIdle at most for its next command, so idle

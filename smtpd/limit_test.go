@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// SPEC §2: loopback is a trusted network by default, so a CI host's
+// spec §2: loopback is a trusted network by default, so a CI host's
 // parallel test workers all get in.
 func TestLoopbackExemptByDefault(t *testing.T) {
 	db := openDB(t)
@@ -23,7 +23,7 @@ func TestLoopbackExemptByDefault(t *testing.T) {
 	}
 }
 
-// SPEC §2: without trusted networks the limit per address is half of
+// spec §2: without trusted networks the limit per address is half of
 // max_connections; the next connection from that address gets 421 naming
 // the limit, and another address still gets in.
 func TestPerAddressLimitIsHalf(t *testing.T) {
@@ -75,7 +75,7 @@ func TestTrustedNetworks(t *testing.T) {
 	}
 }
 
-// SPEC §2, stress mode: with more than 80% of the slots taken, a session
+// spec §2, stress mode: with more than 80% of the slots taken, a session
 // waiting for a command is closed after the stress idle timeout, whether
 // it began waiting before the stress (the first connection) or during it
 // (the last).

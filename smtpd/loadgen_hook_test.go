@@ -1,6 +1,6 @@
 package smtpd
 
-// Ingest with a webhook (issue 18, SPEC §9): the same load as
+// Ingest with a webhook (issue 18, spec §9): the same load as
 // BenchmarkIngest against the real daemon on a bbolt file with one hook
 // and its delivery worker running, the receiver a process of its own, as
 // it would be: the figures are the daemon's, the worker's sends included.

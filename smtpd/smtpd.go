@@ -40,12 +40,12 @@ type Options struct {
 	// (127.0.0.0/8 and ::1/128); a non-nil empty slice, none.
 	TrustedNetworks []netip.Prefix
 	// StressIdleTimeout replaces CommandTimeout while more than 80% of
-	// MaxConnections are open (SPEC §2, Postfix's stress mode); 10 seconds.
+	// MaxConnections are open (spec §2, Postfix's stress mode); 10 seconds.
 	StressIdleTimeout time.Duration
 	CommandTimeout    time.Duration // waiting for a command; 5 minutes (RFC 5321 §4.5.3.2)
 	DataTimeout       time.Duration // for the whole of a message's data; 10 minutes
 	WriteTimeout      time.Duration // per reply; 1 minute
-	MaxLineLength     int           // of a command line (SPEC §2: message lines have no limit); 2000 (twice RFC 5321 §4.5.3.1.6)
+	MaxLineLength     int           // of a command line (spec §2: message lines have no limit); 2000 (twice RFC 5321 §4.5.3.1.6)
 	MaxBodyBytes      int           // what is kept of a body, its text and its plain part; 1 MiB (message.DefaultMaxBody)
 	TLSConfig         *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
@@ -236,7 +236,7 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		return errNoMailbox
 	}
 	local, domain := to[:at], to[at+1:]
-	// SPEC §2: mail that cannot be listed is never accepted.
+	// spec §2: mail that cannot be listed is never accepted.
 	if !storage.StorableLocalPart(local) || domain == "" {
 		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
 		return errNoMailbox
@@ -363,7 +363,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		return errStorageFull
 	}
 	if errors.Is(err, storage.ErrUnavailable) {
-		// SPEC §10: a database out of reach is expected now and then; the
+		// spec §10: a database out of reach is expected now and then; the
 		// sender retries, and the node recovers by itself.
 		ss.srv.log.Warn("email deferred: store unavailable", "err", err, "recipients", len(ss.rcpts))
 		ss.srv.metrics.rejected.WithLabelValues(rejectStorage).Inc()

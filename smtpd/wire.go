@@ -206,7 +206,7 @@ func trimEOL(line []byte) []byte {
 
 // readData reads a message's data up to the end marker into buf, undoing
 // the dot-stuffing and keeping every other octet as sent. RFC 5321 §4.5.2
-// and SPEC §2: the data ends at a line "." that a CRLF ends and a CRLF
+// and spec §2: the data ends at a line "." that a CRLF ends and a CRLF
 // precedes, whatever comes before that CRLF; a bare CR or LF never counts
 // around the final dot, so "\n.\r\n" and "\r\n.\n" are data (no SMTP
 // smuggling). Message lines have no length limit. After a CRLF a leading

@@ -137,7 +137,7 @@ func TestBDATChunks(t *testing.T) {
 	}
 }
 
-// SPEC §2: <CRLF>.<CRLF> ends DATA whatever precedes it, a bare CR
+// spec §2: <CRLF>.<CRLF> ends DATA whatever precedes it, a bare CR
 // included; a bare CR or LF is never a line end around the final dot. A
 // bare LF ends a line for the dot-stuffing, as in Postfix.
 func TestDataEnd(t *testing.T) {
@@ -181,7 +181,7 @@ func TestDataEnd(t *testing.T) {
 	}
 }
 
-// SPEC §2: message lines have no length limit of their own, and LF-only
+// spec §2: message lines have no length limit of their own, and LF-only
 // mail is taken as it is: each is stored byte for byte, on one connection.
 func TestLongLinesInData(t *testing.T) {
 	db := openDB(t)
@@ -422,7 +422,7 @@ func FuzzReadData(f *testing.F) {
 }
 
 // BenchmarkReadData reads 10 MiB of data through the wire as a DATA
-// command does, in the shapes that cost it most: one line (which SPEC §2
+// command does, in the shapes that cost it most: one line (which spec §2
 // now allows), lines at the old 2000-octet limit, and the shortest lines,
 // empty or stuffed (a line that starts with a dot costs a look of its own).
 func BenchmarkReadData(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// What `burner copy` carries from one store to another (SPEC §10): a
+// What `burner copy` carries from one store to another (spec §10): a
 // store's whole content as it is stored, so that the copy answers every
 // request as the original does. Two optional interfaces, found by type
 // assertion as Checker is: an Exporter reads a store out, an Importer

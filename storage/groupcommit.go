@@ -3,7 +3,7 @@ package storage
 import "sync"
 
 // GroupCommit lets concurrent writers share commits, as both engines'
-// Deliver do (SPEC §2: the 250 only after a durable commit, and one commit
+// Deliver do (spec §2: the 250 only after a durable commit, and one commit
 // per message would cap ingest at the disk's or the database's commit
 // rate). A writer that finds no commit running leads one: it commits every
 // item queued, its own included, at most Max of them. Items that arrive

@@ -11,13 +11,13 @@ import (
 // or a disk that filled up, which an estimate of free space beforehand
 // did not foresee. It is the store's fault, not the mail's: SMTP answers
 // 451 (452 when the error wraps ErrFull too), and /healthz 503 until a
-// delivery succeeds again (SPEC §5).
+// delivery succeeds again (spec §5).
 var ErrWriteFailed = errors.New("storage: the write failed")
 
 // WriteHealth remembers whether the last delivery to a store failed for a
 // storage reason (an error wrapping ErrWriteFailed) with none succeeding
 // since: the state that a store's probe of one small write cannot see
-// (SPEC §5: a commit that hit a full disk fails while a one-page write
+// (spec §5: a commit that hit a full disk fails while a one-page write
 // still fits in the free pages of a file, or in a table's page). Both
 // engines keep one, fed by Deliver, and fail CheckWritable while it holds
 // a fault, so that /healthz answers alike on either. The zero value is healthy and ready to use; it

@@ -34,7 +34,7 @@ type Key struct {
 	Name     string
 	Created  time.Time
 	LastUsed time.Time // zero when never used
-	Scope    Scope     // what the key may reach and do (SPEC §8)
+	Scope    Scope     // what the key may reach and do (spec §8)
 }
 
 // KeyHash is what a store keeps of a key's secret. A secret carries 32
@@ -88,7 +88,7 @@ func ValidKeyName(name string) bool {
 }
 
 // KeyUsage holds the "last used" times of keys noted in memory and not yet
-// written: a request never costs a write (SPEC §1), so an engine notes
+// written: a request never costs a write (spec §1), so an engine notes
 // each use here and writes them now and then. Its zero value is ready to
 // use, and it is safe for concurrent use.
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // Matcher decides whether an email matches the filters of a Query:
-// subject, body, search terms and header (SPEC §4, §5). Every engine lets
+// subject, body, search terms and header (spec §4, §5). Every engine lets
 // it decide, so that they agree byte for byte; an engine may prefilter
 // (an index, SQL) as long as it never drops an email the Matcher takes.
 //

@@ -47,7 +47,7 @@ func ValidLocalPart(s string) bool {
 
 // InboxName returns the name of the inbox of localPart: lower(localPart).
 // Local parts are ASCII (ValidLocalPart), so ASCII lower-casing is the
-// whole of case-insensitivity (SPEC §4: Alice and alice are one inbox).
+// whole of case-insensitivity (spec §4: Alice and alice are one inbox).
 func InboxName(localPart string) string {
 	return string(AppendInboxName(make([]byte, 0, len(localPart)), localPart))
 }
@@ -65,7 +65,7 @@ func AppendInboxName(dst []byte, localPart string) []byte {
 }
 
 // ParseID parses an email id, or returns ErrNotFound. Only the canonical
-// 36-character form names an email (SPEC §3); uuid.Parse would also take
+// 36-character form names an email (spec §3); uuid.Parse would also take
 // urn:uuid:, braces and bare hex.
 func ParseID(id string) (uuid.UUID, error) {
 	if len(id) != 36 {
@@ -79,7 +79,7 @@ func ParseID(id string) (uuid.UUID, error) {
 }
 
 // NewID returns the id of a new email: a UUID of version 7 (RFC 9562:
-// unix milliseconds, then 74 random bits; SPEC §3 allows it). Ids made in
+// unix milliseconds, then 74 random bits; spec §3 allows it). Ids made in
 // one process only grow, so an index of them grows at its end rather than
 // touching a random page for every email.
 func NewID() uuid.UUID { return uuid.Must(uuid.NewV7()) }

@@ -69,7 +69,7 @@ func TestNotifierForgetsWokenInboxes(t *testing.T) {
 }
 
 // TestNewIDVersion7: ids are of version 7 and, made one after another,
-// only grow (SPEC §3), which is what lets an id index grow at its end.
+// only grow (spec §3), which is what lets an id index grow at its end.
 func TestNewIDVersion7(t *testing.T) {
 	prev := NewID()
 	for range 10_000 {

@@ -6,7 +6,7 @@ import (
 )
 
 // Hook is a webhook as a store knows it: what it is called and which
-// inboxes it covers (SPEC §9). A store that keeps an outbox writes one
+// inboxes it covers (spec §9). A store that keeps an outbox writes one
 // Event per email of an inbox the hook's Scope reaches, in the commit of
 // the email itself.
 type Hook struct {
@@ -23,7 +23,7 @@ type Hook struct {
 func (h Hook) Covers(localPart string) bool { return h.Scope.Reaches(localPart) }
 
 // Event is one email to be sent to one hook: the email as it was stored,
-// so that it is sent even after the email is deleted (SPEC §9).
+// so that it is sent even after the email is deleted (spec §9).
 type Event struct {
 	Hook  string // Hook.ID
 	Email Email  // as it was stored; Read is false
@@ -38,7 +38,7 @@ type Event struct {
 // Claim asks ClaimEvents for the due events of one hook.
 type Claim struct {
 	Hook string
-	// Node names who claims them: with several nodes on one store (SPEC
+	// Node names who claims them: with several nodes on one store (spec
 	// §10), each event is leased to one node at a time.
 	Node  string
 	Now   time.Time     // an event is due when its Next is not after Now
@@ -53,7 +53,7 @@ type HookWaiting struct {
 	Oldest time.Time // the receivedAt of the oldest of them
 }
 
-// Outbox is a Store that keeps webhook events durably (SPEC §9): it
+// Outbox is a Store that keeps webhook events durably (spec §9): it
 // writes them in the same commit as their emails, from the hooks it was
 // opened with, and hands them to a delivery worker. It is optional, found
 // by type assertion as Checker is (both engines implement it). Events of
@@ -75,14 +75,14 @@ type Outbox interface {
 	// store gave e, while the store still holds it: not once e is settled,
 	// nor once its lease has ended and passed to another claim. So a
 	// worker keeps a short lease on an event whose request is in flight
-	// (SPEC §9). It is not an error when e is gone or no longer leased.
+	// (spec §9). It is not an error when e is gone or no longer leased.
 	RenewLease(ctx context.Context, e Event, until time.Time) error
 	// ReclaimLeases ends every lease that a claim with Claim.Node node
 	// made through another opening of the store (an earlier run of the
 	// same node, which ended without settling its events, as after a
 	// kill -9), so that their events are due at once, and returns how many
 	// it ended. The leases of this opening stay. A node calls it once as
-	// it starts (SPEC §9: a node takes back its own earlier leases).
+	// it starts (spec §9: a node takes back its own earlier leases).
 	ReclaimLeases(ctx context.Context, node string) (int, error)
 	// DropEvents removes every event whose email was received before
 	// before, and returns how many it removed, by hook.

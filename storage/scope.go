@@ -8,13 +8,13 @@ import (
 )
 
 // ErrBadInboxPattern means an inbox pattern of a key's scope is neither a
-// local part nor a prefix ending in one '*' (SPEC §8).
+// local part nor a prefix ending in one '*' (spec §8).
 var ErrBadInboxPattern = errors.New("storage: an inbox pattern is a local part (alice) or a prefix ending in one * (ci-*; * alone is every inbox), of at most 64 of the characters A-Z a-z 0-9 _ - + . before the *")
 
 // AllInboxes is the pattern that reaches every inbox.
 const AllInboxes = "*"
 
-// Scope is what an API key may reach and do (SPEC §8). The zero Scope
+// Scope is what an API key may reach and do (spec §8). The zero Scope
 // reaches every inbox and may delete: it is the scope of every key made
 // before scopes existed.
 type Scope struct {
@@ -63,7 +63,7 @@ func CleanScope(s Scope) (Scope, error) {
 
 // Reaches reports whether s reaches the inbox of localPart: whether s has
 // no patterns, or one of them is localPart's inbox name or a prefix of it
-// followed by '*'. Case does not matter (SPEC §4).
+// followed by '*'. Case does not matter (spec §4).
 func (s Scope) Reaches(localPart string) bool {
 	if len(s.Inboxes) == 0 {
 		return true

@@ -35,7 +35,7 @@ func TestScopeReaches(t *testing.T) {
 		{Scope{Inboxes: []string{"*"}}, "anyone", true},
 		{scoped, "alice", true},
 		{scoped, "ALICE", true},
-		{scoped, "alice+x", false}, // its own inbox (SPEC §4)
+		{scoped, "alice+x", false}, // its own inbox (spec §4)
 		{scoped, "alic", false},
 		{scoped, "bob", false},
 		{scoped, "ci-", true},

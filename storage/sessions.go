@@ -10,7 +10,7 @@ import (
 // keeps of it, so that the store holds no usable token.
 type SessionHash [sha256.Size]byte
 
-// Session is a web UI session as a store keeps it (SPEC §10).
+// Session is a web UI session as a store keeps it (spec §10).
 type Session struct {
 	KeyID string // the API key the visitor logged in with
 	// Expires is when the session ends unless a request slides it. A store
@@ -20,7 +20,7 @@ type Session struct {
 }
 
 // Sessions is a Store that keeps web UI sessions, so that a session made
-// on one node is valid on every node of one database (SPEC §10). It is
+// on one node is valid on every node of one database (spec §10). It is
 // optional, found by type assertion as Outbox is: an engine without it
 // (bbolt, which one process holds) leaves the sessions to the server's
 // memory. Times are stored to the millisecond.

@@ -29,13 +29,13 @@ var ErrLocked = errors.New("storage: data file is in use by another process")
 // ErrUnavailable means the store cannot be reached now (its database
 // server is down or out of reach) and nothing was done: the caller may
 // retry later. SMTP answers 451 4.3.0, the API 503 with Retry-After
-// (SPEC §10).
+// (spec §10).
 var ErrUnavailable = errors.New("storage: the database cannot be reached")
 
 // Email is one stored copy of a message, as the API shows it. A message
 // accepted for several recipients is stored as one Email per recipient.
 type Email struct {
-	ID         string    // a UUID, version 7 (time-ordered) or 4 for emails stored before (SPEC §3)
+	ID         string    // a UUID, version 7 (time-ordered) or 4 for emails stored before (spec §3)
 	To         string    // the recipient address as given in RCPT TO
 	From       string    // sender address
 	FromName   string    // sender display name, "" when none

@@ -11,10 +11,10 @@ type Deliverer interface {
 	// durable commit, and returns the stored emails in the order of to,
 	// each with the ReceivedAt it was stored with. Each address's local
 	// part must pass StorableLocalPart.
-	// When Deliver returns nil the emails are durable (SPEC §2: the 250
+	// When Deliver returns nil the emails are durable (spec §2: the 250
 	// comes after it). Within an inbox, receivedAt strictly increases in
 	// commit order: an email that would not be newer than the newest of
-	// its inbox gets that time plus 1 ms (SPEC §3). An inbox past the
+	// its inbox gets that time plus 1 ms (spec §3). An inbox past the
 	// store's per-inbox cap loses its oldest emails in the same commit.
 	// Deliver returns an error wrapping ErrFull when the store has no room.
 	Deliver(ctx context.Context, msg *Message, to []string) ([]Email, error)
@@ -80,7 +80,7 @@ type Store interface {
 	// and returns it; ErrNotFound when there is none. It stops working at once.
 	RevokeKey(ctx context.Context, idOrName string) (Key, error)
 	// Authenticate returns the key whose secret is secret, or ErrNotFound,
-	// and notes its use without a write per request (SPEC §1).
+	// and notes its use without a write per request (spec §1).
 	Authenticate(ctx context.Context, secret string) (Key, error)
 
 	// Stats counts what the store holds.

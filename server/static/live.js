@@ -1,4 +1,4 @@
-// burner's one script: it keeps an inbox page live (SPEC §5). Every page
+// burner's one script: it keeps an inbox page live (spec §5). Every page
 // works without it; an inbox then needs a reload to show new mail.
 //
 // The page follows its inbox's event stream. On each new email, and each

@@ -44,7 +44,7 @@ type Options struct {
 	// file before returning ErrLocked; 0 means one second.
 	LockTimeout time.Duration
 	// UsageFlushInterval is how often key "last used" times held in memory
-	// are written to the file; 0 means one minute (SPEC §1).
+	// are written to the file; 0 means one minute (spec §1).
 	UsageFlushInterval time.Duration
 	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
 	// emails forever.
@@ -62,7 +62,7 @@ type Options struct {
 	// upgrades or writes it, and key usage is not recorded. A write
 	// fails (bbolt's ErrDatabaseReadOnly).
 	ReadOnly bool
-	// Hooks are the webhooks (SPEC §9): Deliver writes, in the commit of
+	// Hooks are the webhooks (spec §9): Deliver writes, in the commit of
 	// each email, an event for every hook that covers its inbox
 	// (outbox.go). Each needs an ID without 0x00; the IDs are distinct.
 	Hooks []storage.Hook
@@ -82,7 +82,7 @@ type DB struct {
 	maxBytes    int64
 
 	commits storage.GroupCommit[*delivery] // the group commit of Deliver
-	writes  storage.WriteHealth            // whether Deliver's last commit failed (SPEC §5)
+	writes  storage.WriteHealth            // whether Deliver's last commit failed (spec §5)
 
 	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
 	outbox outbox         // leases and outcomes of webhook events (outbox.go)

@@ -113,7 +113,7 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 			return err
 		}
 		copy(rec[18:26], ckey)
-		// SPEC §3: receivedAt strictly increases within an inbox, in
+		// spec §3: receivedAt strictly increases within an inbox, in
 		// commit order, which is decided here, in the transaction.
 		d.times[i] = d.received
 		prefix := append(d.inboxes[i][:len(d.inboxes[i]):len(d.inboxes[i])], 0)
@@ -131,7 +131,7 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 			return err
 		}
 	}
-	// SPEC §9: the events go in the emails' own commit, so that a crash
+	// spec §9: the events go in the emails' own commit, so that a crash
 	// after the 250 cannot lose them.
 	if len(d.events) > 0 {
 		if err := d.putEvents(tx); err != nil {
@@ -183,7 +183,7 @@ func (db *DB) commitBatch(batch []*delivery) {
 		if err != nil && putErr == nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
 			// The writes to the file failed, not the mail: a disk
 			// that filled up although checkRoom counted free pages
-			// enough, or an I/O error (SPEC §5: /healthz tells).
+			// enough, or an I/O error (spec §5: /healthz tells).
 			err = fmt.Errorf("%w: %w", storage.ErrWriteFailed, err)
 		}
 		return err

@@ -138,7 +138,7 @@ func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, erro
 }
 
 // Authenticate returns the key whose secret is secret, or ErrNotFound, and
-// notes the use in memory: a request never costs a write (SPEC §1).
+// notes the use in memory: a request never costs a write (spec §1).
 func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err

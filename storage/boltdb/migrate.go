@@ -39,7 +39,7 @@ var migrations = [...]migration{
 	{"attachment index", func(*bolt.Tx) error { return nil }},
 	// 3 -> 4: key records may end in a scope (keys.go): the inboxes the
 	// key reaches and whether it is read-only. Records of version 3 have
-	// none and read as keys that reach every inbox and may delete (SPEC
+	// none and read as keys that reach every inbox and may delete (spec
 	// §8), so nothing is rewritten. The step exists so that a burner that
 	// knows only version 3, which would ignore the scope and let a scoped
 	// key reach everything, refuses the file instead.

@@ -298,7 +298,7 @@ func TestVersionTwoFileUpgrades(t *testing.T) {
 // TestVersionThreeFileUpgrades: a file of version 3 holds key records
 // from before scopes (no scope section). It is brought to the current
 // version with nothing rewritten; its keys reach every inbox and may
-// delete (SPEC §8), keep working through a usage flush, and a burner that
+// delete (spec §8), keep working through a usage flush, and a burner that
 // knows only version 3, which would ignore a scope, refuses the file.
 func TestVersionThreeFileUpgrades(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "burner.db")

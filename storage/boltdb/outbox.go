@@ -24,7 +24,7 @@ import (
 // every other outcome of that second, rather than in a commit of its own:
 // an fsync per webhook sent would tax ingest, which shares the file's one
 // writer. A crash may lose the outcomes of that second: their events are
-// sent again, which at-least-once delivery allows (SPEC §9: repeats happen
+// sent again, which at-least-once delivery allows (spec §9: repeats happen
 // after a crash).
 type outbox struct {
 	mu     sync.Mutex

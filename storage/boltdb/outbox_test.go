@@ -50,7 +50,7 @@ func outboxLen(t *testing.T, db *DB) outboxCount {
 
 // TestOutboxSurvivesReopen: what CompleteEvent and RetryEvent decided is
 // in the file after Close, and the schedule, attempts included, holds
-// after the file is opened again (SPEC §9: the schedule survives a
+// after the file is opened again (spec §9: the schedule survives a
 // restart). The message shared by a delivery's events goes with the last.
 func TestOutboxSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
@@ -135,7 +135,7 @@ func TestOutboxSurvivesReopen(t *testing.T) {
 
 // TestOutboxInlineEvent: the only event of a delivery holds its message
 // inline, and is claimed, retried across a reopen and completed as a
-// shared one is, even after its email is deleted (SPEC §9).
+// shared one is, even after its email is deleted (spec §9).
 func TestOutboxInlineEvent(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "burner.db")

@@ -13,7 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The outbox layout (SPEC §9: the webhook events, written in the commit of
+// The outbox layout (spec §9: the webhook events, written in the commit of
 // their emails) is two buckets, outbox and outboxnew. The outbox holds
 //
 //	0x00 be64(seq)                                 -> event message record
@@ -72,7 +72,7 @@ import (
 // body, which the last event removed takes with it. Its seq is outboxnew's
 // sequence; it is in either bucket, whichever holds its events. It is the
 // email as it was stored, kept apart from the email's own content record
-// so that an email deleted before it is sent is still sent (SPEC §9).
+// so that an email deleted before it is sent is still sent (spec §9).
 //
 // Schema version 6 kept the events, their due keys and the messages in
 // three buckets (events, eventsdue, eventmsgs), so that a delivery

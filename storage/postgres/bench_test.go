@@ -160,7 +160,7 @@ func BenchmarkFilter(b *testing.B) {
 }
 
 // BenchmarkWakeAcrossNodes measures a delivery on node A to the answer of
-// a waiter on node B (SPEC §10: LISTEN/NOTIFY, no polling): from the call
+// a waiter on node B (spec §10: LISTEN/NOTIFY, no polling): from the call
 // of Deliver on A to B's List, run when B's Changed fires, holding the
 // email. Both nodes are opened on one database in this process, as two
 // burner nodes on one machine would be, each with its own pool and its

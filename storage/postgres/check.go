@@ -100,7 +100,7 @@ func checkEmails(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	if err != nil {
 		return err
 	}
-	// SPEC §3: receivedAt strictly increases within an inbox.
+	// spec §3: receivedAt strictly increases within an inbox.
 	rows, err = tx.Query(ctx, `SELECT inbox, received_at, count(*) FROM emails GROUP BY inbox, received_at HAVING count(*) > 1
 		ORDER BY inbox COLLATE "C", received_at`)
 	if err != nil {

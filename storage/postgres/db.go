@@ -1,5 +1,5 @@
 // Package postgres keeps burner's emails and API keys in a PostgreSQL
-// database (15 or newer) that any number of burner nodes share (SPEC §10).
+// database (15 or newer) that any number of burner nodes share (spec §10).
 // It implements storage.Store with the deciding code of package storage,
 // so that it answers as the bbolt engine does: SQL only prefilters.
 package postgres
@@ -26,7 +26,7 @@ type Options struct {
 	// Now is the clock used for receivedAt and key times; time.Now when nil.
 	Now func() time.Time
 	// UsageFlushInterval is how often key "last used" times held in memory
-	// are written to the database; 0 means one minute (SPEC §10).
+	// are written to the database; 0 means one minute (spec §10).
 	UsageFlushInterval time.Duration
 	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
 	// emails forever.
@@ -43,7 +43,7 @@ type Options struct {
 	// Log receives what the engine does beyond answering calls: schema
 	// migrations, the loss of the notification connection. Nil discards it.
 	Log *slog.Logger
-	// Hooks are the webhooks (SPEC §9): Deliver writes, in the transaction
+	// Hooks are the webhooks (spec §9): Deliver writes, in the transaction
 	// of each email, an event for every hook that covers its inbox
 	// (outbox.go). Each needs an ID without 0x00; the IDs are distinct.
 	// Every node of one database should be opened with the same hooks.
@@ -84,7 +84,7 @@ type DB struct {
 	node        string // this DB's name in the payloads of its notifications
 
 	commits storage.GroupCommit[*delivery] // the batched commit of Deliver
-	writes  storage.WriteHealth            // whether Deliver's last commit failed (SPEC §5)
+	writes  storage.WriteHealth            // whether Deliver's last commit failed (spec §5)
 
 	changes  storage.Notifier
 	waitedMu sync.Mutex
@@ -216,7 +216,7 @@ func (db *DB) Close() error {
 // error wrapping ErrFull when it is at Options.MaxBytes, and with one
 // wrapping storage.ErrWriteFailed while the last delivery's commit failed
 // for a storage reason (a full disk, an I/O error) and none has succeeded
-// since (SPEC §5).
+// since (spec §5).
 func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

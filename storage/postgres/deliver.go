@@ -19,7 +19,7 @@ import (
 
 // Deliver stores msg once for each recipient address in to, in one
 // transaction, and returns the stored emails in the order of to. It
-// returns only after COMMIT has returned (SPEC §10: what that survives is
+// returns only after COMMIT has returned (spec §10: what that survives is
 // the database's synchronous_commit); concurrent calls share one commit,
 // and a commit that fails fails each of them. An inbox past
 // Options.MaxPerInbox loses its oldest emails in the same transaction.
@@ -221,7 +221,7 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 		return false, err
 	}
 
-	// SPEC §3: receivedAt strictly increases within an inbox in commit
+	// spec §3: receivedAt strictly increases within an inbox in commit
 	// order, which is decided here, under the inbox's lock.
 	var (
 		emailIDs, messageIDs []uuid.UUID

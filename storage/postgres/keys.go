@@ -14,7 +14,7 @@ import (
 )
 
 // keyCache is what a node remembers of keys: the keys it checked, to
-// authenticate them while the database cannot be reached (SPEC §10), and
+// authenticate them while the database cannot be reached (spec §10), and
 // the "last used" times not yet written.
 type keyCache struct {
 	mu      sync.Mutex
@@ -139,7 +139,7 @@ func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, erro
 // and notes its use in memory: "last used" is written at most once a
 // minute (Options.UsageFlushInterval). When the database cannot be
 // reached, a key this node checked in the last minute is taken from
-// memory (SPEC §10); other keys fail with storage.ErrUnavailable.
+// memory (spec §10); other keys fail with storage.ErrUnavailable.
 func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err

@@ -10,7 +10,7 @@ import (
 )
 
 // TestReclaimLeases: a node that opens the database again takes back at
-// once the leases its earlier opening held (SPEC §9), and only those: not
+// once the leases its earlier opening held (spec §9), and only those: not
 // another node's, nor those of a node running now under another name.
 func TestReclaimLeases(t *testing.T) {
 	ctx := context.Background()

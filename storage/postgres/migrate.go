@@ -17,7 +17,7 @@ import (
 
 // The schema. Every byte that comes from mail is bytea: text rejects NUL
 // and invalid UTF-8, and mail has both. Times are integer milliseconds
-// since 1970, as receivedAt is (SPEC §3).
+// since 1970, as receivedAt is (spec §3).
 //
 //	inboxes:  one row per inbox (InboxName) with mail (Sweep forgets the
 //	          empty ones): the row a delivery locks, so that deliveries
@@ -50,13 +50,13 @@ import (
 //	          rows of older versions, or a text too short or too varied)
 //	          rules nothing out.
 //	keys:     API keys: only the SHA-256 of a secret (storage.HashSecret).
-//	events:   the webhook outbox (SPEC §9, outbox.go): one row per email
+//	events:   the webhook outbox (spec §9, outbox.go): one row per email
 //	          and hook, written in the delivery's transaction, with its
 //	          attempts, when it is due and the lease of the node sending it.
 //	event_messages: what the events of one message share (sender, subject,
 //	          body), once per delivery, keyed by the message's id; it goes
 //	          with its last event.
-//	sessions: web UI sessions (SPEC §10, sessions.go): the SHA-256 of each
+//	sessions: web UI sessions (spec §10, sessions.go): the SHA-256 of each
 //	          token, its key, and when it expires; a revoked key takes its
 //	          sessions with it.
 //

@@ -38,7 +38,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 }
 
 // TestTwoNodes: two nodes on one database see each other's deliveries,
-// wake each other's waiters, and share keys (SPEC §10).
+// wake each other's waiters, and share keys (spec §10).
 func TestTwoNodes(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)

@@ -153,7 +153,7 @@ func TestOutage(t *testing.T) {
 	}
 
 	p.restore()
-	deadline := time.Now().Add(15 * time.Second) // SPEC §10: serves again within 15 s
+	deadline := time.Now().Add(15 * time.Second) // spec §10: serves again within 15 s
 	for {
 		_, err := db.Deliver(ctx, &storage.Message{Subject: ptr("after"), Raw: []byte("x")}, []string{"o@x.org"})
 		if err == nil {

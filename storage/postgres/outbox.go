@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The webhook outbox (SPEC §9) in the tables events and event_messages
+// The webhook outbox (spec §9) in the tables events and event_messages
 // (migrate.go). A delivery writes its events in its own transaction, so a
 // 250 never outlives its events. With several nodes on one database, an
 // event is claimed with FOR UPDATE SKIP LOCKED and leased in its row

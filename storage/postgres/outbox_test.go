@@ -15,7 +15,7 @@ import (
 
 var outboxHooks = []storage.Hook{{ID: "all"}}
 
-// TestOutboxTwoNodes: two nodes on one database share one outbox (SPEC
+// TestOutboxTwoNodes: two nodes on one database share one outbox (spec
 // §9, §10). Each event is claimed and completed by exactly one of them,
 // never by both at the same moment; a delivery on one wakes the other's
 // worker; and an event claimed by a node that dies is the other's once

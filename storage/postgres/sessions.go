@@ -12,7 +12,7 @@ import (
 )
 
 // Web UI sessions in the table sessions (migrate.go), so that a login on
-// one node is valid on every node (SPEC §10). A row holds the SHA-256 of
+// one node is valid on every node (spec §10). A row holds the SHA-256 of
 // the token, never the token; its key_id refers to keys with ON DELETE
 // CASCADE, so a revoked key's sessions go in the revocation's own
 // transaction.

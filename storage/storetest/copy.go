@@ -13,7 +13,7 @@ import (
 	"burner/storage"
 )
 
-// The copy cases (SPEC §10: `burner copy`) run for a store that is both a
+// The copy cases (spec §10: `burner copy`) run for a store that is both a
 // storage.Exporter and a storage.Importer, and skip for one that is not;
 // an engine asserts at compile time which of the two it implements.
 

@@ -10,7 +10,7 @@ import (
 	"burner/storage"
 )
 
-// testKeyScopes: a key's scope (SPEC §8) is stored with it in the form
+// testKeyScopes: a key's scope (spec §8) is stored with it in the form
 // storage.CleanScope gives, every method that returns the key returns it,
 // a key without one reaches every inbox and may delete, and a bad pattern
 // is refused with nothing created.

@@ -9,7 +9,7 @@ import (
 // testLeases: a lease that is renewed keeps its event from other claims
 // past its first end, and ends with the event's outcome; renewing a
 // settled event, or taking back the leases of a node that held none
-// through another opening, changes nothing (SPEC §9).
+// through another opening, changes nothing (spec §9).
 func testLeases(t *testing.T, open Opener) {
 	ctx := context.Background()
 	clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))

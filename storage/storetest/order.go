@@ -49,7 +49,7 @@ func testListOrderAndIsolation(t *testing.T, open Opener) {
 	}
 }
 
-// testSinceAndBefore: before (SPEC §5) is exclusive, takes fractions of a
+// testSinceAndBefore: before (spec §5) is exclusive, takes fractions of a
 // millisecond, and holds together with since and limit.
 func testSinceAndBefore(t *testing.T, open Opener) {
 	base := time.Unix(1_700_000_000, 0)
@@ -101,7 +101,7 @@ func testSinceAndBefore(t *testing.T, open Opener) {
 	}
 }
 
-// testReceivedAtIncreases: SPEC §3, within an inbox receivedAt strictly
+// testReceivedAtIncreases: spec §3, within an inbox receivedAt strictly
 // increases in commit order, also when the clock stands still or steps
 // back; other inboxes keep the clock's time. The emails Deliver returns
 // carry the time stored.

@@ -47,7 +47,7 @@ func waiting(t *testing.T, ob storage.Outbox) map[string]int {
 	return out
 }
 
-// testOutbox: the events of SPEC §9, in the commit of their emails: one
+// testOutbox: the events of spec §9, in the commit of their emails: one
 // per email and covering hook, carrying the email as stored, leased,
 // completed, retried, dropped, and announced.
 func testOutbox(t *testing.T, open Opener) {
@@ -85,7 +85,7 @@ func testOutbox(t *testing.T, open Opener) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		db, ob := openOutbox(t, open, clk)
 		deliver(t, db, "one", "bob@x.test")
-		deliver(t, db, "two", "bob@x.test") // received 1 ms after one (SPEC §3)
+		deliver(t, db, "two", "bob@x.test") // received 1 ms after one (spec §3)
 		clk.Advance(time.Second)
 		evs := claim(t, ob, "all", clk.Now(), 10)
 		if len(evs) != 2 {

@@ -24,7 +24,7 @@ type Config struct {
 	MaxPerInbox int              // the per-inbox cap, kept at delivery and by Sweep; 0: none
 	MaxAge      time.Duration    // how old an email may grow before Sweep deletes it; 0: forever
 	MaxBytes    int64            // the size cap past which Deliver returns ErrFull; 0: none
-	Hooks       []storage.Hook   // the webhooks whose events a storage.Outbox keeps (SPEC §9)
+	Hooks       []storage.Hook   // the webhooks whose events a storage.Outbox keeps (spec §9)
 }
 
 // Opener opens a new, empty store configured as cfg, closed when t ends.

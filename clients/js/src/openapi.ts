@@ -190,7 +190,7 @@ export interface paths {
         };
         /**
          * The one-time codes of a message
-         * @description The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+         * @description The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
          */
         get: operations["listEmailCodes"];
         put?: never;
@@ -382,7 +382,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is scoped to inboxes that do not include `to` (SPEC §8: `burner keys create --inbox`). Checked after the request's own validation. */
+        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. */
         InboxForbidden: {
             headers: {
                 [name: string]: unknown;

@@ -65,7 +65,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         binary = str((cache.mkdir("burner-test") if cache else d) / "burner")
         subprocess.run(["go", "build", "-o", binary, "."], cwd=REPO, check=True, timeout=600)
     data = str(d / "burner.db")
-    # keys create prints the key alone on the last line of stdout (SPEC §1).
+    # keys create prints the key alone on the last line of stdout (spec §1).
     out = subprocess.run(
         [binary, "keys", "create", "--name", "test", "--data", data],
         cwd=d, check=True, capture_output=True, text=True, timeout=60,

@@ -344,7 +344,7 @@ type ClientInterface interface {
 
 	// ListEmailCodes The one-time codes of a message
 	//
-	// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+	// The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
 	//
 	// Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
 	ListEmailCodes(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -502,7 +502,7 @@ func (c *Client) GetAttachment(ctx context.Context, id EmailID, n int32, reqEdit
 
 // ListEmailCodes The one-time codes of a message
 //
-// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+// The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
 //
 // Corresponds with GET /api/v1/emails/{id}/codes (the `ListEmailCodes` operationId).
 func (c *Client) ListEmailCodes(ctx context.Context, id EmailID, params *ListEmailCodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1401,7 +1401,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEmailCodesWithResponse The one-time codes of a message
 	//
-	// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+	// The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2815,7 +2815,7 @@ func (c *ClientWithResponses) GetAttachmentWithResponse(ctx context.Context, id 
 
 // ListEmailCodesWithResponse The one-time codes of a message
 //
-// The verification codes in the decoded subject, then in the text `/text` returns (SPEC §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
+// The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -209,5 +209,5 @@ func (s *openAPISpec) operations(t *testing.T, method, template string) []string
 	return ops
 }
 
-// timeLayout is the API document's receivedAt: ISO 8601, UTC, milliseconds.
+// timeLayout is spec §3's receivedAt: ISO 8601, UTC, milliseconds.
 const timeLayout = "2006-01-02T15:04:05.000Z"

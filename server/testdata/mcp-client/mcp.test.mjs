@@ -1,5 +1,5 @@
 // An independent MCP client, the TypeScript SDK from npm, against a real
-// `burner serve` (SPEC §11). e2e_mcp_test.go starts burner and runs this
+// `burner serve` (spec §11). e2e_mcp_test.go starts burner and runs this
 // file with node's test runner; the environment names what it started:
 //   BURNER_URL      http://127.0.0.1:PORT
 //   BURNER_SMTP     127.0.0.1:PORT

@@ -29,7 +29,7 @@ export async function startBurner() {
     await run("go", ["build", "-o", bin, "."], { cwd: repo, timeout: 600_000 });
   }
   const data = path.join(dir, "burner.db");
-  // keys create prints the key alone on the last line of stdout (SPEC §1).
+  // keys create prints the key alone on the last line of stdout (spec §1).
   const { stdout } = await run(bin, ["keys", "create", "--name", "test", "--data", data], {
     cwd: dir,
     timeout: 60_000,
