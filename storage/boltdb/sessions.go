@@ -17,10 +17,11 @@ import (
 //
 //	sessions: sha256(token) -> be64(expires unix ms), key id
 //
-// Only the hash of a token is stored, never the token. A session does not
-// go with its key: Session looks the key up in the same read transaction,
-// so a revoked key ends its sessions at once, and the record itself goes
-// at its expiry (DeleteExpiredSessions), as nothing can touch it any more.
+// Only the hash of a token is stored, never the token. RevokeKey deletes
+// the key's sessions in its own transaction, as PostgreSQL's ON DELETE
+// CASCADE does; Session looks the key up as well, in its read
+// transaction, so that a key revoked by a burner that does not know
+// sessions ends them too (their records then go at their expiry).
 //
 // The bucket came without a new schema version: a burner that does not
 // know it leaves it alone (its copy, stats and retention read named buckets;
@@ -155,8 +156,7 @@ func (db *DB) DeleteSession(ctx context.Context, hash storage.SessionHash) error
 }
 
 // DeleteExpiredSessions removes the sessions expired at now and returns
-// how many (storage.Sessions). It reads every session, which are few: the
-// logins of the last session lifetime.
+// how many (storage.Sessions). It reads every session, which are few.
 func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -198,9 +198,35 @@ func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, er
 	return n, nil
 }
 
+// deleteKeySessions deletes the sessions of the key keyID. It reads every
+// session, which are few (the logins of the last session lifetime), and
+// a revocation is rare.
+func deleteKeySessions(tx *bolt.Tx, keyID string) error {
+	b := tx.Bucket(bucketSessions)
+	if b == nil {
+		return nil
+	}
+	var gone [][]byte
+	if err := b.ForEach(func(k, v []byte) error {
+		if id, _, err := decodeSession(v); err == nil && id == keyID {
+			gone = append(gone, bytes.Clone(k))
+		}
+		return nil // a damaged record is check's to report, not the revocation's to fail on
+	}); err != nil {
+		return err
+	}
+	for _, k := range gone {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkSessions checks that every session record decodes (sessions.go
-// documents the layout). A session whose key is gone is no problem: it
-// ended with the revocation and its record goes at its expiry.
+// documents the layout). A session whose key is gone is no problem: a
+// burner that does not know sessions may have revoked the key, and the
+// record goes at its expiry.
 func checkSessions(tx *bolt.Tx, r *storage.CheckReport) {
 	b := tx.Bucket(bucketSessions)
 	if b == nil {

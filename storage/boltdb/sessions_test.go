@@ -162,3 +162,49 @@ func TestSessionReadOnly(t *testing.T) {
 		t.Errorf("CreateSession read-only: %v, want bbolt's ErrDatabaseReadOnly", err)
 	}
 }
+
+// TestRevokeKeyDeletesSessions: RevokeKey deletes the records of the
+// key's sessions and no other's; a session whose key went behind its
+// back (revoked by a burner that does not know sessions) is no session
+// either, though its record stays until it expires.
+func TestRevokeKeyDeletesSessions(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, Options{})
+	now := time.Now()
+	mk := func(name string, hashes ...storage.SessionHash) storage.Key {
+		k, _, err := db.CreateKey(ctx, name, storage.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hashes {
+			if err := db.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return k
+	}
+	mk("a", storage.SessionHash{1}, storage.SessionHash{2})
+	b := mk("b", storage.SessionHash{3})
+	c := mk("c", storage.SessionHash{4})
+	if _, err := db.RevokeKey(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	db.bolt.View(func(tx *bolt.Tx) error { left = tx.Bucket(bucketSessions).Stats().KeyN; return nil })
+	if left != 2 {
+		t.Errorf("%d session records after revoking the key of 2 of 4, want 2", left)
+	}
+	if s, err := db.Session(ctx, storage.SessionHash{3}, now); err != nil || s.KeyID != b.ID {
+		t.Errorf("Session of another key after the revocation = %+v, %v; want it", s, err)
+	}
+
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketKeys).Delete([]byte(c.ID)) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Session(ctx, storage.SessionHash{4}, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session whose key is gone: %v, want ErrNotFound", err)
+	}
+	if n, err := db.DeleteExpiredSessions(ctx, now.Add(time.Hour)); err != nil || n != 2 {
+		t.Errorf("DeleteExpiredSessions at their end = %d, %v; want the 2 left", n, err)
+	}
+}
