@@ -27,8 +27,9 @@ import (
 // know it leaves it alone (its copy, stats and retention read named buckets;
 // its check does not call an unknown bucket a problem), and its own
 // revocations still end these sessions, since Session checks the key. So
-// a file of version 7 may lack the bucket when a read-only or must-exist
-// Open finds it: every reader takes a missing bucket for an empty one.
+// a file written before sessions were kept may lack the bucket when a
+// read-only or must-exist Open finds it: every reader takes a missing
+// bucket for an empty one.
 
 var bucketSessions = []byte("sessions")
 
