@@ -23,11 +23,10 @@ import (
 // key up again, so a revoked key ends its sessions at once.
 //
 // Where the sessions live depends on the store. A store that implements
-// storage.Sessions (PostgreSQL) keeps them, as hashes of their tokens, so
-// that a login on one node is valid on every node of one database (spec
-// §10). Otherwise (bbolt, which one process holds) the server keeps them
-// in memory, and they do not survive a restart: keeping them would mean
-// storing the tokens, or a secret that signs them, in the data file.
+// storage.Sessions (both engines do) keeps them, as hashes of their
+// tokens, so that a login on one node is valid on every node of one
+// database (spec §10) and outlives a restart of serve. Otherwise the
+// server keeps them in memory, and they do not survive a restart.
 
 const (
 	sessionCookie = "burner_session"

@@ -2,11 +2,15 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"burner/storage"
+	"burner/storage/boltdb"
 )
 
 // uiTest is the real handler with the UI on, over a real data file with a
@@ -80,6 +85,33 @@ func (u *uiTest) login() response {
 		u.t.Fatalf("POST /login with the key: %d Location %q, want 303 to /\n%s", res.status, res.header.Get("Location"), res.body)
 	}
 	return res
+}
+
+// sessionCount returns the number of UI sessions the server holds, expired
+// ones included. The data file keeps them (boltdb implements
+// storage.Sessions); they are counted on a backup of it, by removing them
+// all there, so that counting changes nothing the server sees.
+func (u *uiTest) sessionCount() int {
+	u.t.Helper()
+	ctx := context.Background()
+	var buf bytes.Buffer
+	if _, err := u.db.Backup(ctx, &buf); err != nil {
+		u.t.Fatalf("Backup: %v", err)
+	}
+	path := filepath.Join(u.t.TempDir(), "count.db")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		u.t.Fatal(err)
+	}
+	db, err := boltdb.Open(path, boltdb.Options{MustExist: true})
+	if err != nil {
+		u.t.Fatalf("open the backup: %v", err)
+	}
+	defer db.Close()
+	n, err := db.DeleteExpiredSessions(ctx, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		u.t.Fatalf("DeleteExpiredSessions on the backup: %v", err)
+	}
+	return n
 }
 
 // wantPage checks an HTML answer of status that contains each of want.
@@ -148,7 +180,7 @@ func TestUILogin(t *testing.T) {
 	}
 	wantPage(t, "GET / after login", u.get("/"), http.StatusOK, "Open an inbox", `action="/logout"`)
 	wantRedirect(t, "GET /login when logged in", u.get("/login?next=/inbox/bob"), "/inbox/bob")
-	if n := u.s.web.sessions.len(); n != 1 {
+	if n := u.sessionCount(); n != 1 {
 		t.Errorf("%d sessions after one login, want 1", n)
 	}
 }
@@ -209,7 +241,7 @@ func TestUIRevokedKeyEndsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRedirect(t, "GET / after the key was revoked", u.get("/"), "/login?next=%2F")
-	if n := u.s.web.sessions.len(); n != 0 {
+	if n := u.sessionCount(); n != 0 {
 		t.Errorf("%d sessions left after the key was revoked, want 0", n)
 	}
 }
@@ -226,8 +258,51 @@ func TestUISessionExpiry(t *testing.T) {
 	wantRedirect(t, "GET / after 12h idle", u.get("/"), "/login?next=%2F")
 	// Logging in again drops the expired sessions.
 	u.login()
-	if n := u.s.web.sessions.len(); n != 1 {
+	if n := u.sessionCount(); n != 1 {
 		t.Errorf("%d sessions after a new login, want 1", n)
+	}
+}
+
+// memoryStore hides every optional interface of the store it wraps, so
+// that the server keeps UI sessions in its memory, as it does for an
+// engine without storage.Sessions.
+type memoryStore struct{ storage.Store }
+
+// TestUISessionsInMemory: over a store that does not keep sessions, the
+// server keeps them in memory and writes none to the file; a login, a
+// page, the revocation of the key and a logout work as with a stored one.
+func TestUISessionsInMemory(t *testing.T) {
+	c := newClock()
+	db := openDBWith(t, boltdb.Options{Now: c.Now})
+	_, key, err := db.CreateKey(context.Background(), "test", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(memoryStore{db}, Options{UI: true, Now: c.Now}, testLogger(t))
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	u := &uiTest{apiTest: &apiTest{t: t, db: db, clock: c, srv: srv, key: key}, s: s, client: &http.Client{
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	u.login()
+	wantPage(t, "GET / logged in", u.get("/"), http.StatusOK, "Open an inbox")
+	if n, stored := s.web.sessions.len(), u.sessionCount(); n != 1 || stored != 0 {
+		t.Errorf("after a login: %d sessions in memory, %d in the file; want 1 and 0", n, stored)
+	}
+	wantRedirect(t, "POST /logout", u.post("/logout", url.Values{"csrf": {u.csrf("/")}}), "/login")
+	wantRedirect(t, "GET / after logout", u.get("/"), "/login?next=%2F")
+	if n := s.web.sessions.len(); n != 0 {
+		t.Errorf("%d sessions in memory after logout, want 0", n)
+	}
+	u.login()
+	if _, err := db.RevokeKey(context.Background(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, "GET / after the key was revoked", u.get("/"), "/login?next=%2F")
+	if n := s.web.sessions.len(); n != 0 {
+		t.Errorf("%d sessions in memory after the key was revoked, want 0", n)
 	}
 }
 

@@ -20,19 +20,22 @@ type Session struct {
 }
 
 // Sessions is a Store that keeps web UI sessions, so that a session made
-// on one node is valid on every node of one database (spec §10). It is
-// optional, found by type assertion as Outbox is: an engine without it
-// (bbolt, which one process holds) leaves the sessions to the server's
-// memory. Times are stored to the millisecond.
+// on one node is valid on every node of one database (spec §10), and
+// outlives a restart of serve. It is optional, found by type assertion as
+// Outbox is: the server keeps the sessions in its memory for an engine
+// without it. Both engines implement it. A session ends at its expiry, at
+// logout, and at once when its key is revoked. Times are stored to the
+// millisecond.
 type Sessions interface {
 	// CreateSession stores a session for the key keyID until expires.
 	// It returns ErrNotFound when there is no key keyID (revoked).
 	CreateSession(ctx context.Context, hash SessionHash, keyID string, expires time.Time) error
 	// Session returns the session of hash, or ErrNotFound when there is
-	// none or it expired at now.
+	// none, it expired at now, or its key has been revoked.
 	Session(ctx context.Context, hash SessionHash, now time.Time) (Session, error)
-	// TouchSession moves the end of the session of hash to expires. It is
-	// not an error when the session is gone.
+	// TouchSession moves the end of the session of hash to expires, unless
+	// it already ends later: of two touches the later end wins. It is not
+	// an error when the session is gone.
 	TouchSession(ctx context.Context, hash SessionHash, expires time.Time) error
 	// DeleteSession ends the session of hash. It is not an error when the
 	// session is gone.

@@ -16,9 +16,9 @@ import (
 // email record decodes and is indexed by its id, the inbox counts are the
 // numbers of emails, each message's reference count is the number of
 // emails that share it and it has its raw source, every email's search
-// signature is its message's, every attachment index
-// decodes and belongs to a message, and every key has its hash entry. It
-// reads everything, so it takes a while on a large file.
+// signature is its message's, every attachment index decodes and belongs
+// to a message, every key has its hash entry, and every UI session record
+// decodes. It reads everything, so it takes a while on a large file.
 //
 // bbolt's check reads the free list, which writers change, so Check holds
 // the write lock while it runs: mail waits (it is not refused) until it
@@ -62,6 +62,7 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 	}
 	checkParts(tx, &r)
 	checkKeys(tx, &r)
+	checkSessions(tx, &r)
 	return r, nil
 }
 

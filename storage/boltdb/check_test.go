@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+	"time"
 
 	"burner/storage"
 
@@ -20,8 +21,18 @@ func TestCheckSoundFile(t *testing.T) {
 	if err := db.Delete(context.Background(), es[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	db.CreateKey(context.Background(), "a", storage.Scope{})
+	a, _, _ := db.CreateKey(context.Background(), "a", storage.Scope{})
 	db.CreateKey(context.Background(), "b", storage.Scope{})
+	// A live session, and one whose key is gone, as a burner that does not
+	// know sessions leaves it when it revokes the key: no problem.
+	if err := db.CreateSession(context.Background(), storage.SessionHash{1}, a.ID, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSessions).Put(make([]byte, 32), encodeSession("gone", time.Now().Add(time.Hour)))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	r, err := db.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +100,12 @@ func TestCheckFindsDamage(t *testing.T) {
 			k, _ := tx.Bucket(bucketContents).Cursor().First()
 			return tx.Bucket(bucketParts).Put(k, []byte{1, 0, 0, 0, 5})
 		}, "corrupt record"},
+		{"session record", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSessions).Put(make([]byte, 32), be64(1)) // no key id
+		}, "session 0000000000000000000000000000000000000000000000000000000000000000: storage: corrupt record"},
+		{"session key", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSessions).Put([]byte("short"), encodeSession("k", time.Now()))
+		}, "session key 73686f7274 is not a token hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openDB(t, Options{})

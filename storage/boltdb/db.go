@@ -22,7 +22,8 @@ const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew.
+// keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
+// sessions.go for sessions.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -228,7 +229,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -290,4 +291,5 @@ var (
 	_ storage.Snapshotter = (*DB)(nil)
 	_ storage.Exporter    = (*DB)(nil)
 	_ storage.Importer    = (*DB)(nil)
+	_ storage.Sessions    = (*DB)(nil)
 )

@@ -105,7 +105,8 @@ func (db *DB) Key(ctx context.Context, id string) (storage.Key, error) {
 }
 
 // RevokeKey deletes the key whose id, or else whose name, is idOrName, and
-// returns it; ErrNotFound when there is none. The key stops working at once.
+// returns it; ErrNotFound when there is none. The key stops working at
+// once, and its UI sessions go in the same transaction (sessions.go).
 func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err
@@ -126,6 +127,9 @@ func (db *DB) RevokeKey(ctx context.Context, idOrName string) (storage.Key, erro
 			return err
 		}
 		if err := keys.Delete([]byte(k.ID)); err != nil {
+			return err
+		}
+		if err := deleteKeySessions(tx, k.ID); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketKeyHashes).Delete(hash)

@@ -24,7 +24,10 @@ type migration struct {
 // migrations[v-1] takes a file from schema version v to v+1, and
 // schemaVersion is len(migrations)+1: adding a step is adding its line.
 // A step must not use the helpers of the current layout for what it
-// reads, since the layout may change again after it.
+// reads, since the layout may change again after it. A new bucket that a
+// burner without it may safely ignore needs no step (the sessions bucket,
+// sessions.go): Open makes it, and a read-only Open reads its absence as
+// an empty bucket.
 var migrations = [...]migration{
 	// 1 -> 2: from now on records may be compact (codec.go, flagCompact);
 	// records of version 1 still read as they are, so nothing is rewritten.

@@ -90,3 +90,34 @@ func testSessions(t *testing.T, open Opener) {
 		t.Errorf("Session after its key was revoked: %v, want ErrNotFound", err)
 	}
 }
+
+// testCopyLeavesSessions: a copy carries the keys but not the UI sessions
+// made with them (spec §10: UI sessions are not copied), so a session
+// cookie of the source is no login on the copy, though its key is there
+// with the same id. It skips as Copy and Sessions do.
+func testCopyLeavesSessions(t *testing.T, open Opener) {
+	ctx := context.Background()
+	src, dst, cfg, _ := copyStores(t, open)
+	ss, ok := src.(storage.Sessions)
+	if !ok {
+		t.Skipf("%T does not implement storage.Sessions", src)
+	}
+	k := keyNamed(t, src, "ci")
+	h := storage.SessionHash(sha256.Sum256([]byte("copied?")))
+	now := cfg.Now()
+	if err := ss.CreateSession(ctx, h, k.ID, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.(storage.Importer).Import(ctx, src.(storage.Exporter), nil); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if got := keyNamed(t, dst, "ci"); got.ID != k.ID {
+		t.Fatalf("the copy's key ci has id %s, the source's %s", got.ID, k.ID)
+	}
+	if s, err := dst.(storage.Sessions).Session(ctx, h, now); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Session on the copy = %+v, %v; want ErrNotFound", s, err)
+	}
+	if _, err := ss.Session(ctx, h, now); err != nil {
+		t.Errorf("Session on the source after the copy: %v, want it still there", err)
+	}
+}

@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 		{"ExportStops", testExportStops},
 		{"CopyKeepsLaterUse", testCopyKeepsLaterUse},
 		{"Sessions", testSessions}, // sessions.go; skipped for a store without storage.Sessions
+		{"CopyLeavesSessions", testCopyLeavesSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
