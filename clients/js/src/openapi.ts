@@ -99,7 +99,7 @@ export interface paths {
         };
         /**
          * The files of a message
-         * @description Every part of the message that is not its text, in the order they appear: parts with an attachment disposition or a file name, parts of a type other than text/plain and text/html, and attached messages whole.
+         * @description Every part of the message that is not its text, in the order they appear: parts with an attachment disposition, text/plain and text/html parts with a file name that follow a text part of their kind, parts of any other type, and attached messages whole.
          */
         get: operations["listAttachments"];
         put?: never;
@@ -144,7 +144,7 @@ export interface paths {
         };
         /**
          * The message's text
-         * @description The text/plain part of the message, decoded to UTF-8; empty when it has none.
+         * @description The text/plain part of the message, decoded to UTF-8; else the visible text of its HTML part (tags removed, entities decoded); empty when it has neither.
          */
         get: operations["getEmailText"];
         put?: never;
@@ -913,7 +913,7 @@ export interface operations {
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
-            /** @description The service cannot serve: its data file takes no writes, or the SMTP listener is down. */
+            /** @description New mail would not be stored now: the store takes no writes or has no room, or the last delivery's commit failed for a storage reason (a full disk, an I/O error) and none has succeeded since; or the SMTP listener is down. */
             503: {
                 headers: {
                     [name: string]: unknown;

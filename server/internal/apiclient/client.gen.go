@@ -363,7 +363,7 @@ type ClientInterface interface {
 
 	// GetEmailText The message's text
 	//
-	// The text/plain part of the message, decoded to UTF-8; empty when it has none.
+	// The text/plain part of the message, decoded to UTF-8; else the visible text of its HTML part (tags removed, entities decoded); empty when it has neither.
 	//
 	// Corresponds with GET /api/v1/emails/{id}/text (the `GetEmailText` operationId).
 	GetEmailText(ctx context.Context, id EmailID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -551,7 +551,7 @@ func (c *Client) GetRawEmail(ctx context.Context, id EmailID, reqEditors ...Requ
 
 // GetEmailText The message's text
 //
-// The text/plain part of the message, decoded to UTF-8; empty when it has none.
+// The text/plain part of the message, decoded to UTF-8; else the visible text of its HTML part (tags removed, entities decoded); empty when it has neither.
 //
 // Corresponds with GET /api/v1/emails/{id}/text (the `GetEmailText` operationId).
 func (c *Client) GetEmailText(ctx context.Context, id EmailID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1426,7 +1426,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetEmailTextWithResponse The message's text
 	//
-	// The text/plain part of the message, decoded to UTF-8; empty when it has none.
+	// The text/plain part of the message, decoded to UTF-8; else the visible text of its HTML part (tags removed, entities decoded); empty when it has neither.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2858,7 +2858,7 @@ func (c *ClientWithResponses) GetRawEmailWithResponse(ctx context.Context, id Em
 
 // GetEmailTextWithResponse The message's text
 //
-// The text/plain part of the message, decoded to UTF-8; empty when it has none.
+// The text/plain part of the message, decoded to UTF-8; else the visible text of its HTML part (tags removed, entities decoded); empty when it has neither.
 //
 // Returns a wrapper object for the known response body format(s).
 //
