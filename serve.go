@@ -224,6 +224,9 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
 		TLSConfig:       smtpTLS,
 	}, log.With("component", "smtpd"))
+	if err := a.mta.Err(); err != nil {
+		return nil, err // spec §2: never serve with go-smtp's own reader
+	}
 	api := server.New(a.db, server.Options{
 		UI:            cfg.UI.Enabled,
 		Public:        cfg.UI.Public,

@@ -132,6 +132,9 @@ func TestServeRefusesWithoutWire(t *testing.T) {
 	}
 	db := openDB(t)
 	srv := New(db, Options{checkWire: func() error { return errNoWire }}, nil)
+	if err := srv.Err(); !errors.Is(err, errNoWire) {
+		t.Errorf("Err() = %v, want errNoWire, so that serve stops before it starts", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -157,6 +157,13 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 	return s
 }
 
+// Err returns why the daemon cannot serve at all (burner cannot read the
+// wire itself: see wire), or nil. serve asks before it opens for business,
+// so that it never announces a start it cannot make.
+func (s *Server) Err() error {
+	return s.wireErr
+}
+
 // Serve accepts SMTP connections on ln until Shutdown. If burner cannot
 // read the wire itself (see wire), Serve closes ln and returns the reason
 // at once: it never serves with go-smtp's own reader.
