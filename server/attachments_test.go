@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,17 +16,16 @@ import (
 	"burner/storage/boltdb"
 )
 
-const nestedFiles = "From: a@example.com\r\nSubject: files\r\nMIME-Version: 1.0\r\n" +
-	"Content-Type: multipart/mixed; boundary=outer\r\n\r\n" +
-	"--outer\r\nContent-Type: multipart/alternative; boundary=inner\r\n\r\n" +
-	"--inner\r\nContent-Type: text/plain\r\n\r\nhello\r\n" +
-	"--inner\r\nContent-Type: text/html\r\n\r\n<p>hello</p>\r\n" +
-	"--inner--\r\n" +
-	"--outer\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"report.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n" +
-	"--outer\r\nContent-Type: image/png\r\nContent-ID: <logo@x>\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw0KGgo=\r\n" +
-	"--outer\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Disposition: attachment; filename*=UTF-8''r%C3%A9sum%C3%A9.txt\r\n\r\nnotes\r\n" +
-	"--outer\r\nContent-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nforwarded\r\n" +
-	"--outer--\r\n"
+// nestedFiles returns message's test message of four files around an
+// alternative body, nested.
+func nestedFiles(tb testing.TB) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("../message/testdata/nested-files.eml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
 
 // manyFiles returns a message of n files, the i-th named f<i>.bin and
 // holding "data <i>", after one text part.
@@ -92,7 +92,8 @@ func TestAttachmentsCapped(t *testing.T) {
 func TestAttachmentListStored(t *testing.T) {
 	ctx := context.Background()
 	a := newAPI(t)
-	msg := storage.Message{Raw: []byte(nestedFiles)}
+	raw := nestedFiles(t)
+	msg := storage.Message{Raw: raw}
 	emails, err := a.db.Deliver(ctx, &msg, []string{"alice@example.com", "bob@example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestAttachmentListStored(t *testing.T) {
 	}
 	first := a.call("GET", "/api/v1/emails/"+alice.ID+"/attachments")
 	stored, ok, err := a.db.Attachments(ctx, bob.ID)
-	if want := message.Attachments([]byte(nestedFiles)); err != nil || !ok || !reflect.DeepEqual(stored, want) {
+	if want := message.Attachments(raw); err != nil || !ok || !reflect.DeepEqual(stored, want) {
 		t.Fatalf("after the first listing, the stored list (of bob's copy, the same message) is %+v, %v, %v; want %+v", stored, ok, err, want)
 	}
 	if second := a.call("GET", "/api/v1/emails/"+bob.ID+"/attachments"); second.status != 200 || second.body != first.body {
