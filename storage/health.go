@@ -20,8 +20,8 @@ var ErrWriteFailed = errors.New("storage: the write failed")
 // (spec §5: a commit that hit a full disk fails while a one-page write
 // still fits in the free pages of a file, or in a table's page). Both
 // engines keep one, fed by Deliver, and fail CheckWritable while it holds
-// a fault, so that /healthz answers alike on either. The zero value is healthy and ready to use; it
-// is safe for concurrent use.
+// a fault, so that /healthz answers alike on either. The zero value is
+// healthy and ready to use; it is safe for concurrent use.
 type WriteHealth struct {
 	mu  sync.Mutex
 	err error     // the fault of the last delivery, nil after a success
