@@ -101,6 +101,7 @@ func (db *DB) Key(ctx context.Context, id string) (storage.Key, error) {
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("key %q: %w", id, err)
 	}
+	db.usage.Apply(&k) // a use not yet written, as Keys shows it
 	return k, nil
 }
 

@@ -70,6 +70,34 @@ func testKeys(t *testing.T, open Opener) {
 	}
 }
 
+// testKeyLastUsed: every method that returns a key shows its last use
+// alike, whether the engine has written it yet or holds it in memory
+// (spec §1: a use costs no write).
+func testKeyLastUsed(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db := open(t, Config{Now: clk.Now})
+	k, secret, err := db.CreateKey(ctx, "ci", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if _, err := db.Authenticate(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	used := clk.Now()
+	clk.Advance(time.Second)
+	if got, err := db.Key(ctx, k.ID); err != nil || !got.LastUsed.Equal(used) {
+		t.Errorf("Key(%s) after Authenticate = %+v, %v; want LastUsed %v", k.ID, got, err, used)
+	}
+	if keys, err := db.Keys(ctx); err != nil || len(keys) != 1 || !keys[0].LastUsed.Equal(used) {
+		t.Errorf("Keys after Authenticate = %+v, %v; want LastUsed %v", keys, err, used)
+	}
+	if got, err := db.RevokeKey(ctx, k.ID); err != nil || !got.LastUsed.Equal(used) {
+		t.Errorf("RevokeKey(%s) after Authenticate = %+v, %v; want LastUsed %v", k.ID, got, err, used)
+	}
+}
+
 func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
 	clk := NewClock(time.Unix(1_700_000_000, 0))
 	db := open(t, Config{Now: clk.Now, MaxPerInbox: 3})

@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeliverRejectsBadLocalPart", testDeliverRejectsBadLocalPart},
 		{"Changed", testChanged},
 		{"Keys", testKeys},
+		{"KeyLastUsed", testKeyLastUsed},
 		{"KeyScopes", testKeyScopes},
 		{"MaxPerInboxAtDelivery", testMaxPerInboxAtDelivery},
 		{"SweepByAgeAndCap", testSweep},
