@@ -134,11 +134,7 @@ refused.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, readOnly, func(st store, cfg Config) error {
-				ck, ok := st.(storage.Checker)
-				if !ok {
-					return fmt.Errorf("check: the store %s has no consistency check yet", showData(cfg.Data))
-				}
-				r, err := ck.Check(cmd.Context())
+				r, err := st.Check(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -187,22 +183,17 @@ func newStatsCmd() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\n",
 					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys)
-				// spec §9: the webhook events waiting, for a store that keeps them.
-				if ob, ok := st.(interface {
-					Waiting(context.Context) ([]storage.HookWaiting, error)
-				}); ok {
-					ws, err := ob.Waiting(cmd.Context())
-					switch {
-					case errors.Is(err, errors.ErrUnsupported): // a server whose store keeps none
-					case err != nil:
-						return err
-					case len(ws) == 0:
-						fmt.Fprintf(tw, "webhook events\tnone waiting\n")
-					}
-					for _, w := range ws {
-						fmt.Fprintf(tw, "webhook %s\t%d waiting, oldest received %s (%s ago)\n", w.Hook, w.Events,
-							w.Oldest.UTC().Format(time.RFC3339), time.Since(w.Oldest).Round(time.Second))
-					}
+				// spec §9: the webhook events waiting.
+				ws, err := st.Waiting(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if len(ws) == 0 {
+					fmt.Fprintf(tw, "webhook events\tnone waiting\n")
+				}
+				for _, w := range ws {
+					fmt.Fprintf(tw, "webhook %s\t%d waiting, oldest received %s (%s ago)\n", w.Hook, w.Events,
+						w.Oldest.UTC().Format(time.RFC3339), time.Since(w.Oldest).Round(time.Second))
 				}
 				return tw.Flush()
 			})

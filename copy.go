@@ -81,10 +81,6 @@ func copyStore(ctx context.Context, cfg Config, from, to string, out, logTo io.W
 		return fmt.Errorf("copy from: %w", err)
 	}
 	defer src.Close()
-	exp, ok := src.(storage.Exporter)
-	if !ok {
-		return fmt.Errorf("copy: the store %s cannot be read out yet", showData(from))
-	}
 	dst, err := openData(ctx, dstCfg, mustBeNew, log)
 	if err != nil {
 		return fmt.Errorf("copy to: %w", err)
@@ -100,14 +96,10 @@ func copyStore(ctx context.Context, cfg Config, from, to string, out, logTo io.W
 			err = fmt.Errorf("%w; the partial copy %s could not be removed: %v", err, to, rerr)
 		}
 	}()
-	imp, ok := dst.(storage.Importer)
-	if !ok {
-		return fmt.Errorf("copy: the store %s cannot be filled by a copy yet", showData(to))
-	}
 	fmt.Fprintf(out, "Copying %s to %s\n", showData(from), showData(to))
 	start := time.Now()
 	last := start
-	n, err := imp.Import(ctx, exp, func(c storage.CopyCount) {
+	n, err := dst.Import(ctx, src, func(c storage.CopyCount) {
 		if now := time.Now(); now.Sub(last) >= time.Second {
 			last = now
 			fmt.Fprintf(out, "  %s so far\n", copied(c))

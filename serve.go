@@ -61,7 +61,7 @@ burner reports READY=1 once it serves and STOPPING=1 when it stops.`,
 // app is a started burner: the file is open and every listener is bound.
 type app struct {
 	log                   *slog.Logger
-	db                    storage.Store
+	db                    storage.Engine
 	data                  string // the data file's path
 	node                  string // this node's name (nodeName)
 	smtpLn, httpLn, ctlLn net.Listener
@@ -69,8 +69,8 @@ type app struct {
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
-	webhooks              *server.Webhooks // nil for a store that keeps no outbox
-	smtpDown              atomic.Bool      // the SMTP server has stopped serving
+	webhooks              *server.Webhooks
+	smtpDown              atomic.Bool // the SMTP server has stopped serving
 
 	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
 	hup                chan os.Signal // SIGHUP, from start until run returns
@@ -104,7 +104,7 @@ func nodeName(node string, smtp net.Addr) string {
 
 // newRegistry returns the Prometheus registry of one appliance: the Go
 // runtime and process series, and what the data file holds.
-func newRegistry(db storage.Store) *prometheus.Registry {
+func newRegistry(db storage.Engine) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	stats := func(get func(storage.Stats) float64) func() float64 {
 		return func() float64 {
@@ -200,14 +200,10 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	})
 	reg.MustRegister(a.sweptTotal)
 	a.node = nodeName(cfg.Node, a.smtpLn.Addr())
-	if ob, ok := a.db.(storage.Outbox); ok {
-		a.webhooks, err = server.NewWebhooks(ob, server.WebhookOptions{Hooks: webhooks, Node: a.node, Metrics: reg},
-			log.With("component", "webhooks"))
-		if err != nil {
-			return nil, err
-		}
-	} else if len(webhooks) > 0 {
-		return nil, fmt.Errorf("webhooks: the store %s keeps no webhook events", showData(cfg.Data))
+	a.webhooks, err = server.NewWebhooks(a.db, server.WebhookOptions{Hooks: webhooks, Node: a.node, Metrics: reg},
+		log.With("component", "webhooks"))
+	if err != nil {
+		return nil, err
 	}
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
@@ -308,9 +304,7 @@ func (a *app) run(ctx context.Context) error {
 	hooked := make(chan struct{})
 	go func() {
 		defer close(hooked)
-		if a.webhooks != nil {
-			a.webhooks.Run(bgCtx)
-		}
+		a.webhooks.Run(bgCtx)
 	}()
 	a.notify("READY=1\nSTATUS=Serving SMTP on " + a.smtpLn.Addr().String() + ", HTTP on " + a.httpLn.Addr().String())
 
@@ -421,7 +415,7 @@ func ignoreClosed(err error) error {
 
 // ensureKey creates and prints a first API key when there is none, so that
 // `burner serve` alone gives a usable appliance.
-func ensureKey(ctx context.Context, db storage.Store, notice io.Writer) error {
+func ensureKey(ctx context.Context, db storage.Engine, notice io.Writer) error {
 	keys, err := db.Keys(ctx)
 	if err != nil {
 		return err

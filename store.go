@@ -24,14 +24,16 @@ func controlSocket(data string) string { return data + ".sock" }
 
 // store is what the CLI commands need of a store: the engine, opened by
 // the command itself, or the running server's control socket
-// (server.ControlClient), which answers alike. Check and backup find
-// storage.Checker and storage.Snapshotter on it by type assertion.
+// (server.ControlClient), which answers alike: a part of storage.Engine.
+// Backup finds storage.Snapshotter on it by type assertion.
 type store interface {
 	CreateKey(ctx context.Context, name string, scope storage.Scope) (storage.Key, string, error)
 	Keys(ctx context.Context) ([]storage.Key, error)
 	RevokeKey(ctx context.Context, idOrName string) (storage.Key, error)
 	Stats(ctx context.Context) (storage.Stats, error)
 	Inboxes(ctx context.Context) ([]storage.Inbox, error)
+	Waiting(ctx context.Context) ([]storage.HookWaiting, error)
+	Check(ctx context.Context) (storage.CheckReport, error)
 }
 
 // access is what a command may do to the store when it opens the store
@@ -75,7 +77,7 @@ func showData(data string) string {
 // file at a path, or the PostgreSQL database of a URL, whose libpq
 // environment variables (PGPASSWORD, PGPASSFILE, PGSSLMODE, ...) apply.
 // It is the one place where main names an engine.
-func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (storage.Store, error) {
+func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (storage.Engine, error) {
 	hooks := make([]storage.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
 		hooks[i] = w.webhook().Hook()
@@ -106,7 +108,7 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 // openPostgres opens the PostgreSQL database of cfg.Data. Only serve
 // (mayCreate) and copy (mustBeNew) may create burner's schema in it; the
 // engine decides under its schema lock.
-func openPostgres(ctx context.Context, cfg Config, mode access, hooks []storage.Hook, log *slog.Logger) (storage.Store, error) {
+func openPostgres(ctx context.Context, cfg Config, mode access, hooks []storage.Hook, log *slog.Logger) (storage.Engine, error) {
 	shown := showData(cfg.Data)
 	db, err := postgres.Open(ctx, cfg.Data, postgres.Options{
 		MaxAge:      cfg.Retention.MaxAge.Duration,

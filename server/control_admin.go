@@ -63,15 +63,10 @@ func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ins)
 }
 
-// handleCheck verifies the data file (storage.Checker). It answers 200
-// with the report whether or not the file is sound: the report says.
+// handleCheck verifies the data file. It answers 200 with the report
+// whether or not the file is sound: the report says.
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.store.(storage.Checker)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "This store has no consistency check.")
-		return
-	}
-	rep, err := c.Check(r.Context())
+	rep, err := s.store.Check(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -79,15 +74,10 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// handleWaiting reports the webhook events waiting, by hook
-// (storage.Outbox), for `burner stats`.
+// handleWaiting reports the webhook events waiting, by hook, for
+// `burner stats`.
 func (s *Server) handleWaiting(w http.ResponseWriter, r *http.Request) {
-	ob, ok := s.store.(storage.Outbox)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "This store keeps no webhook events.")
-		return
-	}
-	ws, err := ob.Waiting(r.Context())
+	ws, err := s.store.Waiting(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -43,7 +43,7 @@ func DialControl(path string) (*ControlClient, error) {
 	}, nil
 }
 
-// CreateKey is storage.Store's CreateKey, done by the server.
+// CreateKey is storage.Engine's CreateKey, done by the server.
 func (c *ControlClient) CreateKey(ctx context.Context, name string, scope storage.Scope) (storage.Key, string, error) {
 	var k createdKey
 	body, _ := json.Marshal(struct {
@@ -56,42 +56,42 @@ func (c *ControlClient) CreateKey(ctx context.Context, name string, scope storag
 	return k.Key, k.Secret, nil
 }
 
-// Keys is storage.Store's Keys, done by the server.
+// Keys is storage.Engine's Keys, done by the server.
 func (c *ControlClient) Keys(ctx context.Context) ([]storage.Key, error) {
 	var ks []storage.Key
 	err := c.do(ctx, c.http, http.MethodGet, "/keys", nil, &ks)
 	return ks, err
 }
 
-// RevokeKey is storage.Store's RevokeKey, done by the server.
+// RevokeKey is storage.Engine's RevokeKey, done by the server.
 func (c *ControlClient) RevokeKey(ctx context.Context, idOrName string) (storage.Key, error) {
 	var k storage.Key
 	err := c.do(ctx, c.http, http.MethodDelete, "/keys/"+url.PathEscape(idOrName), nil, &k)
 	return k, err
 }
 
-// Stats is storage.Store's Stats, done by the server.
+// Stats is storage.Engine's Stats, done by the server.
 func (c *ControlClient) Stats(ctx context.Context) (storage.Stats, error) {
 	var s storage.Stats
 	err := c.do(ctx, c.http, http.MethodGet, "/stats", nil, &s)
 	return s, err
 }
 
-// Inboxes is storage.Store's Inboxes, done by the server.
+// Inboxes is storage.Engine's Inboxes, done by the server.
 func (c *ControlClient) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 	var ins []storage.Inbox
 	err := c.do(ctx, c.http, http.MethodGet, "/inboxes", nil, &ins)
 	return ins, err
 }
 
-// Waiting is storage.Outbox's Waiting, done by the server.
+// Waiting is storage.Engine's Waiting, done by the server.
 func (c *ControlClient) Waiting(ctx context.Context) ([]storage.HookWaiting, error) {
 	var ws []storage.HookWaiting
 	err := c.do(ctx, c.http, http.MethodGet, "/webhooks", nil, &ws)
 	return ws, err
 }
 
-// Check is storage.Checker's Check, done by the server.
+// Check is storage.Engine's Check, done by the server.
 func (c *ControlClient) Check(ctx context.Context) (storage.CheckReport, error) {
 	var r storage.CheckReport
 	err := c.do(ctx, c.slow, http.MethodGet, "/check", nil, &r)
@@ -192,8 +192,5 @@ type controlError struct {
 func (e *controlError) Error() string { return e.msg }
 func (e *controlError) Unwrap() error { return e.err }
 
-// The CLI finds these abilities on a client as on an engine.
-var (
-	_ storage.Checker     = (*ControlClient)(nil)
-	_ storage.Snapshotter = (*ControlClient)(nil)
-)
+// The CLI finds a hot backup on a client as on an engine.
+var _ storage.Snapshotter = (*ControlClient)(nil)

@@ -26,7 +26,7 @@ import (
 // which email of pg is which of bolt: the engines choose the ids, and
 // nothing else, for the same clock.
 type tee struct {
-	bolt, pg storage.Store
+	bolt, pg storage.Engine
 	mu       sync.Mutex
 	ids      map[string]string // pg id -> bolt id
 }
@@ -98,7 +98,7 @@ func TestDifferentialBoltPostgres(t *testing.T) {
 	type side struct {
 		url, key string
 	}
-	serve := func(db storage.Store) side {
+	serve := func(db storage.Engine) side {
 		_, key, err := db.CreateKey(ctx, "diff", storage.Scope{})
 		if err != nil {
 			t.Fatal(err)

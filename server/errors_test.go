@@ -116,7 +116,7 @@ func TestNotFoundHandler(t *testing.T) {
 // (storage/postgres/outage_test.go); what is checked here is the one
 // mapping every engine shares.
 type outage struct {
-	storage.Store
+	storage.Engine
 	down atomic.Bool
 }
 
@@ -131,28 +131,28 @@ func (o *outage) Authenticate(ctx context.Context, secret string) (storage.Key, 
 	if err := o.err("authenticate"); err != nil {
 		return storage.Key{}, err
 	}
-	return o.Store.Authenticate(ctx, secret)
+	return o.Engine.Authenticate(ctx, secret)
 }
 
 func (o *outage) List(ctx context.Context, q storage.Query) ([]storage.Email, error) {
 	if err := o.err("list"); err != nil {
 		return nil, err
 	}
-	return o.Store.List(ctx, q)
+	return o.Engine.List(ctx, q)
 }
 
 func (o *outage) Email(ctx context.Context, id string) (storage.Email, error) {
 	if err := o.err("email " + id); err != nil {
 		return storage.Email{}, err
 	}
-	return o.Store.Email(ctx, id)
+	return o.Engine.Email(ctx, id)
 }
 
 func (o *outage) CheckWritable(ctx context.Context) error {
 	if err := o.err("check writable"); err != nil {
 		return err
 	}
-	return o.Store.CheckWritable(ctx)
+	return o.Engine.CheckWritable(ctx)
 }
 
 // spec §10: a store that cannot be reached gives the API 503 "Storage
@@ -160,7 +160,7 @@ func (o *outage) CheckWritable(ctx context.Context) error {
 // and all answer again once it is back.
 func TestStorageUnavailable(t *testing.T) {
 	c := newClock()
-	db := &outage{Store: openDBWith(t, boltdb.Options{Now: c.Now})}
+	db := &outage{Engine: openDBWith(t, boltdb.Options{Now: c.Now})}
 	_, key, err := db.CreateKey(context.Background(), "test", storage.Scope{})
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)

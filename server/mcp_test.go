@@ -29,7 +29,7 @@ import (
 // tests use.
 type mcpNode struct {
 	t    *testing.T
-	db   storage.Store
+	db   storage.Engine
 	srv  *httptest.Server
 	smtp string // host:port
 	// waiting receives the inbox of each wait_for_email once it has
@@ -40,7 +40,7 @@ type mcpNode struct {
 
 // newMCPNode serves db with opts; its SMTP daemon takes mail for any
 // domain.
-func newMCPNode(t *testing.T, db storage.Store, opts Options) *mcpNode {
+func newMCPNode(t *testing.T, db storage.Engine, opts Options) *mcpNode {
 	t.Helper()
 	s := New(db, opts, testLogger(t))
 	n := &mcpNode{t: t, db: db, waiting: make(chan string, 16)}

@@ -93,10 +93,8 @@ func mayClear(ctx context.Context, localPart string) error {
 // method of storage.Store rather than embedding one, so that a method
 // added to the interface must be decided here before the server builds.
 type scopedStore struct {
-	db storage.Store
+	db storage.Engine
 }
-
-var _ storage.Store = scopedStore{}
 
 // checkEmail returns nil when ctx's scope reaches the inbox of email id,
 // else storage.ErrNotFound (also when there is no such email). A scope

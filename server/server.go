@@ -55,15 +55,14 @@ type Options struct {
 	Version string
 }
 
-// Server answers HTTP requests from one storage.Store. It is safe for
+// Server answers HTTP requests from one storage.Engine. It is safe for
 // concurrent use.
 type Server struct {
 	// db is the store as requests see it: limited by the scope of the
 	// request's key (scope.go). Every route reaches the store through it.
-	db storage.Store
-	// store is the engine itself, for what a scope has no say in: the
-	// optional abilities the control socket finds by type assertion.
-	store   storage.Store
+	db scopedStore
+	// store is the engine itself, for what a scope has no say in.
+	store   storage.Engine
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
@@ -80,7 +79,7 @@ type Server struct {
 }
 
 // New returns a Server over db. A nil log discards log output.
-func New(db storage.Store, opts Options, log *slog.Logger) *Server {
+func New(db storage.Engine, opts Options, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

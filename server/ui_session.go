@@ -22,11 +22,9 @@ import (
 // SameSite=Strict cookie that maps to the key's id. Each request looks the
 // key up again, so a revoked key ends its sessions at once.
 //
-// Where the sessions live depends on the store. A store that implements
-// storage.Sessions (both engines do) keeps them, as hashes of their
-// tokens, so that a login on one node is valid on every node of one
-// database (spec §10) and outlives a restart of serve. Otherwise the
-// server keeps them in memory, and they do not survive a restart.
+// The store keeps the sessions, as hashes of their tokens, so that a login
+// on one node is valid on every node of one database (spec §10) and
+// outlives a restart of serve.
 
 const (
 	sessionCookie = "burner_session"
@@ -56,121 +54,27 @@ type session struct {
 	expires time.Time
 }
 
-// sessionStore keeps the sessions of the web UI: sessions in memory, or
-// storedSessions in a store that implements storage.Sessions.
-type sessionStore interface {
-	// create starts a session for the key with keyID and returns its
-	// token; an error wrapping storage.ErrNotFound when the key is gone.
-	create(ctx context.Context, keyID string) (string, error)
-	// get returns the live session of token, or an error wrapping
-	// storage.ErrNotFound. With slide, the session's idle time starts again.
-	get(ctx context.Context, token string, slide bool) (session, error)
-	// end forgets the session of token.
-	end(ctx context.Context, token string) error
-}
-
-// sessionStore returns where the sessions of u live: the store when it
-// keeps sessions (spec §10), else u's memory.
-func (u *webUI) sessionStore() sessionStore {
-	if db, ok := u.s.store.(storage.Sessions); ok {
-		return storedSessions{db: db, mem: u.sessions}
-	}
-	return u.sessions
-}
-
-// csrfOf returns the CSRF token of the session of token: derived from the
-// token, so that every node that knows the token knows it, and no store
-// need keep it. The hash a store keeps is of the token alone, so it does
-// not give this away.
-func csrfOf(token string) string {
-	sum := sha256.Sum256([]byte("burner csrf\x00" + token))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// sessions are the UI sessions of one server in memory, keyed by the
-// SHA-256 of their token: a map lookup does not compare the token itself
-// in variable time, and memory holds no usable token.
+// sessions keeps the sessions of the web UI in the store, valid on every
+// node that shares it (spec §10). The store is unscoped: a session comes
+// before the scope of its key.
 type sessions struct {
-	now     func() time.Time
+	db  storage.Engine
+	now func() time.Time
+
 	mu      sync.Mutex
-	m       map[[sha256.Size]byte]*session
-	cleaned time.Time // when storedSessions last removed the expired sessions of the store
+	cleaned time.Time // when this node last removed the expired sessions of the store
 }
 
-func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, m: make(map[[sha256.Size]byte]*session)}
-}
-
-// create starts a session for the key with keyID and returns its token.
-// Expired sessions are dropped on the way, so memory is bounded by the
-// logins of the last sessionIdle.
-func (ss *sessions) create(_ context.Context, keyID string) (string, error) {
-	token := randomToken()
-	sess := &session{keyID: keyID, expires: ss.now().Add(sessionIdle)}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+// create starts a session for the key with keyID and returns its token;
+// an error wrapping storage.ErrNotFound when the key is gone.
+func (ss *sessions) create(ctx context.Context, keyID string) (string, error) {
 	now := ss.now()
-	for h, old := range ss.m {
-		if !now.Before(old.expires) {
-			delete(ss.m, h)
-		}
-	}
-	ss.m[sha256.Sum256([]byte(token))] = sess
-	return token, nil
-}
-
-// get returns the live session of token. With slide, the session's idle
-// time starts again.
-func (ss *sessions) get(_ context.Context, token string, slide bool) (session, error) {
-	h := sha256.Sum256([]byte(token))
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	sess, ok := ss.m[h]
-	if !ok {
-		return session{}, storage.ErrNotFound
-	}
-	now := ss.now()
-	if !now.Before(sess.expires) {
-		delete(ss.m, h)
-		return session{}, storage.ErrNotFound
-	}
-	if slide {
-		sess.expires = now.Add(sessionIdle)
-	}
-	return *sess, nil
-}
-
-// end forgets the session of token.
-func (ss *sessions) end(_ context.Context, token string) error {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.m, sha256.Sum256([]byte(token)))
-	return nil
-}
-
-// len returns the number of sessions held, expired ones included.
-func (ss *sessions) len() int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return len(ss.m)
-}
-
-// storedSessions keeps the sessions in the store, valid on every node
-// that shares it (spec §10). mem lends its clock, and remembers when this
-// node last removed expired sessions.
-type storedSessions struct {
-	db  storage.Sessions
-	mem *sessions
-}
-
-func (ss storedSessions) create(ctx context.Context, keyID string) (string, error) {
-	now := ss.mem.now()
-	ss.mem.mu.Lock()
-	cleanup := now.Sub(ss.mem.cleaned) >= sessionCleanup
+	cleanup := now.Sub(ss.cleaned) >= sessionCleanup
 	if cleanup {
-		ss.mem.cleaned = now
+		ss.cleaned = now
 	}
-	ss.mem.mu.Unlock()
+	ss.mu.Unlock()
 	if cleanup {
 		// Expired sessions are invisible already; this only bounds the
 		// table, so a failure waits for the next login.
@@ -183,9 +87,11 @@ func (ss storedSessions) create(ctx context.Context, keyID string) (string, erro
 	return token, nil
 }
 
-func (ss storedSessions) get(ctx context.Context, token string, slide bool) (session, error) {
+// get returns the live session of token, or an error wrapping
+// storage.ErrNotFound. With slide, the session's idle time starts again.
+func (ss *sessions) get(ctx context.Context, token string, slide bool) (session, error) {
 	h := sha256.Sum256([]byte(token))
-	now := ss.mem.now()
+	now := ss.now()
 	s, err := ss.db.Session(ctx, h, now)
 	if err != nil {
 		return session{}, err
@@ -200,8 +106,18 @@ func (ss storedSessions) get(ctx context.Context, token string, slide bool) (ses
 	return sess, nil
 }
 
-func (ss storedSessions) end(ctx context.Context, token string) error {
+// end forgets the session of token.
+func (ss *sessions) end(ctx context.Context, token string) error {
 	return ss.db.DeleteSession(ctx, sha256.Sum256([]byte(token)))
+}
+
+// csrfOf returns the CSRF token of the session of token: derived from the
+// token, so that every node that knows the token knows it, and no store
+// need keep it. The hash a store keeps is of the token alone, so it does
+// not give this away.
+func csrfOf(token string) string {
+	sum := sha256.Sum256([]byte("burner csrf\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // tokenLen is the length of a randomToken: 32 bytes in base64url.
@@ -267,17 +183,16 @@ func (u *webUI) session(r *http.Request, slide bool) (visitor, error) {
 	if err != nil {
 		return visitor{}, storage.ErrNotFound
 	}
-	ss := u.sessionStore()
-	sess, err := ss.get(r.Context(), c.Value, slide)
+	sess, err := u.sessions.get(r.Context(), c.Value, slide)
 	if err != nil {
 		return visitor{}, err
 	}
 	k, err := u.s.db.Key(r.Context(), sess.keyID)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
-			// Revoked: this session is over for good. A store that keeps
-			// sessions removed it with the key already.
-			_ = ss.end(r.Context(), c.Value)
+			// Revoked: this session is over for good (the store
+			// removed it with the key already).
+			_ = u.sessions.end(r.Context(), c.Value)
 		}
 		return visitor{}, err
 	}
@@ -435,14 +350,13 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A new token at every login: a token planted before it is worth nothing.
-	ss := u.sessionStore()
 	if old, err := r.Cookie(sessionCookie); err == nil {
-		if err := ss.end(r.Context(), old.Value); err != nil {
+		if err := u.sessions.end(r.Context(), old.Value); err != nil {
 			u.fail(w, r, err)
 			return
 		}
 	}
-	token, err := ss.create(r.Context(), k.ID)
+	token, err := u.sessions.create(r.Context(), k.ID)
 	if errors.Is(err, storage.ErrNotFound) { // revoked since Authenticate
 		refuse()
 		return
@@ -458,7 +372,7 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 
 func (u *webUI) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if v := visitorOf(r); v.token != "" {
-		if err := u.sessionStore().end(r.Context(), v.token); err != nil {
+		if err := u.sessions.end(r.Context(), v.token); err != nil {
 			u.fail(w, r, err)
 			return
 		}

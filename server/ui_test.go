@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -88,9 +87,9 @@ func (u *uiTest) login() response {
 }
 
 // sessionCount returns the number of UI sessions the server holds, expired
-// ones included. The data file keeps them (boltdb implements
-// storage.Sessions); they are counted on a backup of it, by removing them
-// all there, so that counting changes nothing the server sees.
+// ones included. The data file keeps them; they are counted on a backup
+// of it, by removing them all there, so that counting changes nothing the
+// server sees.
 func (u *uiTest) sessionCount() int {
 	u.t.Helper()
 	ctx := context.Background()
@@ -260,49 +259,6 @@ func TestUISessionExpiry(t *testing.T) {
 	u.login()
 	if n := u.sessionCount(); n != 1 {
 		t.Errorf("%d sessions after a new login, want 1", n)
-	}
-}
-
-// memoryStore hides every optional interface of the store it wraps, so
-// that the server keeps UI sessions in its memory, as it does for an
-// engine without storage.Sessions.
-type memoryStore struct{ storage.Store }
-
-// TestUISessionsInMemory: over a store that does not keep sessions, the
-// server keeps them in memory and writes none to the file; a login, a
-// page, the revocation of the key and a logout work as with a stored one.
-func TestUISessionsInMemory(t *testing.T) {
-	c := newClock()
-	db := openDBWith(t, boltdb.Options{Now: c.Now})
-	_, key, err := db.CreateKey(context.Background(), "test", storage.Scope{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(memoryStore{db}, Options{UI: true, Now: c.Now}, testLogger(t))
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	jar, _ := cookiejar.New(nil)
-	u := &uiTest{apiTest: &apiTest{t: t, db: db, clock: c, srv: srv, key: key}, s: s, client: &http.Client{
-		Jar:           jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
-	u.login()
-	wantPage(t, "GET / logged in", u.get("/"), http.StatusOK, "Open an inbox")
-	if n, stored := s.web.sessions.len(), u.sessionCount(); n != 1 || stored != 0 {
-		t.Errorf("after a login: %d sessions in memory, %d in the file; want 1 and 0", n, stored)
-	}
-	wantRedirect(t, "POST /logout", u.post("/logout", url.Values{"csrf": {u.csrf("/")}}), "/login")
-	wantRedirect(t, "GET / after logout", u.get("/"), "/login?next=%2F")
-	if n := s.web.sessions.len(); n != 0 {
-		t.Errorf("%d sessions in memory after logout, want 0", n)
-	}
-	u.login()
-	if _, err := db.RevokeKey(context.Background(), "test"); err != nil {
-		t.Fatal(err)
-	}
-	wantRedirect(t, "GET / after the key was revoked", u.get("/"), "/login?next=%2F")
-	if n := s.web.sessions.len(); n != 0 {
-		t.Errorf("%d sessions in memory after the key was revoked, want 0", n)
 	}
 }
 

@@ -190,7 +190,7 @@ func hooksOf(ws ...Webhook) []storage.Hook {
 	return out
 }
 
-func sendTo(t *testing.T, db storage.Store, subject string, to ...string) []storage.Email {
+func sendTo(t *testing.T, db storage.Engine, subject string, to ...string) []storage.Email {
 	t.Helper()
 	body := "<p>" + subject + " & <b>more</b></p>"
 	es, err := db.Deliver(context.Background(), &storage.Message{From: "s@x.test", FromName: "S", Subject: &subject, Body: &body,

@@ -11,9 +11,8 @@ import (
 
 // What `burner copy` carries from one store to another (spec §10): a
 // store's whole content as it is stored, so that the copy answers every
-// request as the original does. Two optional interfaces, found by type
-// assertion as Checker is: an Exporter reads a store out, an Importer
-// fills a new store from an Exporter.
+// request as the original does: Engine.Export reads a store out,
+// Engine.Import fills a new store from an Exporter.
 
 // ErrNotNew means a store given as the destination of a copy already
 // holds burner's data: a copy only makes new stores, and leaves others
@@ -29,7 +28,7 @@ type StoredMessage struct {
 	// fields as the store keeps them for the header filter (values may be
 	// folded already: the Matcher folds them alike).
 	Message Message
-	// Attachments is the stored attachment index (Store.Attachments), or
+	// Attachments is the stored attachment index (Engine.Attachments), or
 	// nil when none is stored yet.
 	Attachments *Attachments
 	// Emails are the message's emails that the store still holds, in
@@ -45,7 +44,7 @@ type StoredKey struct {
 	Hash KeyHash
 }
 
-// Clean returns sk as an Importer stores it, its scope cleaned
+// Clean returns sk as Import stores it, its scope cleaned
 // (CleanScope), or an error when it is no key a store could have made: an
 // invalid name (ErrBadKeyName), no id, or a bad scope.
 func (sk StoredKey) Clean() (StoredKey, error) {
@@ -60,7 +59,7 @@ func (sk StoredKey) Clean() (StoredKey, error) {
 	return sk, nil
 }
 
-// Clean checks m as an Importer stores it and returns the ids of its
+// Clean checks m as Import stores it and returns the ids of its
 // emails, or an error when it is no message a store could have made: no
 // email, an id that is not one (ParseID), or a recipient whose local part
 // no inbox could hold (StorableLocalPart). It rounds the emails'
@@ -85,7 +84,7 @@ func (m *StoredMessage) Clean() ([]uuid.UUID, error) {
 	return ids, nil
 }
 
-// Clean returns e as an Importer stores it, with the id of its
+// Clean returns e as Import stores it, with the id of its
 // email, or an error when it is no event a store could have made: an
 // email id that is not one, or a hook id that is empty or holds a NUL. Its
 // times are rounded to what a store keeps (Milli), and an event with no
@@ -116,7 +115,8 @@ type ExportVisitor struct {
 	Event func(Event) error
 }
 
-// Exporter is a Store that can read out its whole content.
+// Exporter is the part of an Engine that reads out its whole content:
+// the source of Import.
 type Exporter interface {
 	// Export calls v's functions for everything the store holds, from one
 	// consistent view of it: every API key, then every message with its
@@ -131,19 +131,4 @@ type Exporter interface {
 type CopyCount struct {
 	Keys, Messages, Emails, Events int
 	Bytes                          int64 // the raw sources of the messages
-}
-
-// Importer is a Store that can take the whole content of another.
-type Importer interface {
-	// Import copies everything src exports into the store, keeping ids,
-	// receivedAt, read flags, key hashes, scopes and times, and events'
-	// attempts and due times, and returns how much it copied. The store
-	// must hold nothing (no email, key or event), else Import returns an
-	// error wrapping ErrNotNew and writes nothing. It takes the store's
-	// options as they are (no retention is applied, no webhook event is
-	// made: the events copied are src's). progress, when not nil, is
-	// called now and then with the counts so far. An Import that fails
-	// part way may leave part of src in the store: the caller discards
-	// the store.
-	Import(ctx context.Context, src Exporter, progress func(CopyCount)) (CopyCount, error)
 }

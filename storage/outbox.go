@@ -53,11 +53,11 @@ type HookWaiting struct {
 	Oldest time.Time // the receivedAt of the oldest of them
 }
 
-// Outbox is a Store that keeps webhook events durably (spec §9): it
-// writes them in the same commit as their emails, from the hooks it was
-// opened with, and hands them to a delivery worker. It is optional, found
-// by type assertion as Checker is (both engines implement it). Events of
-// a hook the store no longer knows stay until DropEvents removes them.
+// Outbox is the part of an Engine that keeps webhook events durably
+// (spec §9), all that the delivery worker needs: the store writes them in
+// the same commit as their emails, from the hooks it was opened with, and
+// hands them to the worker. Events of a hook the store no longer knows
+// stay until DropEvents removes them.
 type Outbox interface {
 	// ClaimEvents returns at most c.Max events of hook c.Hook that are due
 	// at c.Now and not leased, in no promised order, and leases them to

@@ -143,7 +143,7 @@ type Attachments struct {
 // have millions, and the first ones tell what happened.
 const MaxProblems = 100
 
-// CheckReport is what a consistency check (Checker) found: what the store
+// CheckReport is what a consistency check (Engine.Check) found: what the store
 // holds, and what is wrong with it.
 type CheckReport struct {
 	SchemaVersion int

@@ -179,7 +179,7 @@ const (
 )
 
 // Import copies everything src exports into the file, which must hold no
-// email, key or event (storage.Importer). It writes in transactions of at
+// email, key or event (storage.Engine.Import). It writes in transactions of at
 // most a few thousand emails; the emails keep their ids, receivedAt and
 // read flags, the keys their hashes, scopes and times, the events their
 // attempts and due times. No retention is applied and no webhook event

@@ -259,7 +259,7 @@ func (db *DB) Close() error {
 }
 
 // Changed returns a channel that is closed once an email for the inbox
-// localPart has been committed after the call (storage.Store).
+// localPart has been committed after the call (storage.Engine).
 func (db *DB) Changed(localPart string) <-chan struct{} { return db.changes.Changed(localPart) }
 
 // Path returns the file name the DB was opened with.
@@ -281,15 +281,9 @@ func (db *DB) flushUsageEvery(every time.Duration) {
 	}
 }
 
-// The optional interfaces DB implements, asserted so that a signature
-// that drifts from the contract fails the build rather than turn a type
-// assertion false (and its tests into skips). storage.Outbox is asserted
-// in outbox.go.
+// DB is a whole storage.Engine, and takes hot backups. Asserted so that a
+// signature that drifts from the contract fails the build.
 var (
-	_ storage.Store       = (*DB)(nil)
-	_ storage.Checker     = (*DB)(nil)
+	_ storage.Engine      = (*DB)(nil)
 	_ storage.Snapshotter = (*DB)(nil)
-	_ storage.Exporter    = (*DB)(nil)
-	_ storage.Importer    = (*DB)(nil)
-	_ storage.Sessions    = (*DB)(nil)
 )

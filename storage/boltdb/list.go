@@ -14,7 +14,7 @@ import (
 )
 
 // List returns the emails of q.LocalPart that match q, newest first (equal
-// times in reverse arrival order), as storage.Store's List. With q.AfterID
+// times in reverse arrival order), as storage.Engine's List. With q.AfterID
 // or q.BeforeID it returns ErrNotFound when that email does not exist (or
 // is in another inbox).
 func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error) {

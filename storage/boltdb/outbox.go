@@ -204,5 +204,3 @@ func (db *DB) notifyEvents(events []hookEvent) {
 		}
 	}
 }
-
-var _ storage.Outbox = (*DB)(nil)

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Web UI sessions (storage.Sessions), kept in the file so that a login
+// Web UI sessions (storage.Engine), kept in the file so that a login
 // outlives a restart of serve. The layout:
 //
 //	sessions: sha256(token) -> be64(expires unix ms), key id
@@ -51,7 +51,7 @@ func decodeSession(v []byte) (keyID string, expires int64, err error) {
 }
 
 // CreateSession stores a session for keyID until expires
-// (storage.Sessions); ErrNotFound when there is no key keyID. It checks
+// (storage.Engine); ErrNotFound when there is no key keyID. It checks
 // the key in its own transaction, so a session never outlives a
 // revocation that committed first.
 func (db *DB) CreateSession(ctx context.Context, hash storage.SessionHash, keyID string, expires time.Time) error {
@@ -75,7 +75,7 @@ func (db *DB) CreateSession(ctx context.Context, hash storage.SessionHash, keyID
 }
 
 // Session returns the session of hash, or ErrNotFound when there is none,
-// it expired at now or its key is gone (storage.Sessions).
+// it expired at now or its key is gone (storage.Engine).
 func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Time) (storage.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Session{}, err
@@ -107,7 +107,7 @@ func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Ti
 }
 
 // TouchSession moves the end of the session of hash to expires
-// (storage.Sessions). It never brings an end nearer, so that of two
+// (storage.Engine). It never brings an end nearer, so that of two
 // requests that touch one session the later end wins whatever the order
 // of their commits.
 func (db *DB) TouchSession(ctx context.Context, hash storage.SessionHash, expires time.Time) error {
@@ -138,7 +138,7 @@ func (db *DB) TouchSession(ctx context.Context, hash storage.SessionHash, expire
 	return nil
 }
 
-// DeleteSession ends the session of hash (storage.Sessions).
+// DeleteSession ends the session of hash (storage.Engine).
 func (db *DB) DeleteSession(ctx context.Context, hash storage.SessionHash) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -157,7 +157,7 @@ func (db *DB) DeleteSession(ctx context.Context, hash storage.SessionHash) error
 }
 
 // DeleteExpiredSessions removes the sessions expired at now and returns
-// how many (storage.Sessions). It reads every session, which are few.
+// how many (storage.Engine). It reads every session, which are few.
 func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

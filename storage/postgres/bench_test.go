@@ -32,7 +32,7 @@ func BenchmarkDeliver(b *testing.B) {
 	msgs, to := benchdata.Messages(1000, 100)
 	for _, engine := range []string{"postgres", "bbolt"} {
 		b.Run("engine="+engine+"/writers=8", func(b *testing.B) {
-			var db storage.Store
+			var db storage.Engine
 			if engine == "postgres" {
 				db = openDB(b, testDatabase(b), postgres.Options{})
 			} else {

@@ -12,7 +12,7 @@ import (
 )
 
 // Check verifies that burner's tables agree with each other, from one
-// REPEATABLE READ, read-only transaction (storage.Checker): the schema is
+// REPEATABLE READ, read-only transaction (storage.Engine.Check): the schema is
 // of this version; every email points at a message and its body, holds a
 // valid inbox name that is that of its recipient, and has a receivedAt of
 // its own within its inbox; every message has its body and a search text;

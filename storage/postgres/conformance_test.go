@@ -9,7 +9,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Store {
+	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Engine {
 		return openDB(t, testDatabase(t), postgres.Options{
 			Now: cfg.Now, MaxPerInbox: cfg.MaxPerInbox, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes, Hooks: cfg.Hooks,
 		})

@@ -267,7 +267,7 @@ type importRows struct {
 }
 
 // Import copies everything src exports into the database, which must hold
-// no email, message, key or event (storage.Importer). It writes in
+// no email, message, key or event (storage.Engine.Import). It writes in
 // transactions of at most importBatchMessages messages; the emails keep
 // their ids, receivedAt and read flags, the keys their hashes, scopes and
 // times, the events their attempts and due times. No retention is

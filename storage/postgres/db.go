@@ -1,6 +1,6 @@
 // Package postgres keeps burner's emails and API keys in a PostgreSQL
 // database (15 or newer) that any number of burner nodes share (spec §10).
-// It implements storage.Store with the deciding code of package storage,
+// It implements storage.Engine with the deciding code of package storage,
 // so that it answers as the bbolt engine does: SQL only prefilters.
 package postgres
 
@@ -60,7 +60,7 @@ type Options struct {
 	MustExist bool
 	// MustBeNew makes Open refuse a database that holds burner's schema
 	// already, with an error wrapping storage.ErrNotNew, and create it in
-	// one that does not: the destination of a copy (storage.Importer).
+	// one that does not: the destination of a copy (storage.Engine.Import).
 	MustBeNew bool
 }
 
@@ -304,14 +304,6 @@ func unavailable(err error) error {
 	return err
 }
 
-// The optional interfaces DB implements, asserted so that a signature
-// that drifts from the contract fails the build rather than turn a type
-// assertion false (and its tests into skips). storage.Outbox is asserted
-// in outbox.go.
-var (
-	_ storage.Store    = (*DB)(nil)
-	_ storage.Checker  = (*DB)(nil)
-	_ storage.Exporter = (*DB)(nil)
-	_ storage.Importer = (*DB)(nil)
-	_ storage.Sessions = (*DB)(nil)
-)
+// DB is a whole storage.Engine. Asserted so that a signature that drifts
+// from the contract fails the build.
+var _ storage.Engine = (*DB)(nil)

@@ -15,7 +15,7 @@ import (
 )
 
 // List returns the emails of q.LocalPart that match q, newest first
-// (receivedAt descending, then reverse arrival order), as storage.Store's
+// (receivedAt descending, then reverse arrival order), as storage.Engine's
 // List. SQL narrows the rows with strpos-like tests on the text folded by
 // storage's code (position on bytea, never ILIKE or a collation); the
 // storage.Matcher decides. With q.AfterID or q.BeforeID it returns

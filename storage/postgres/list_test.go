@@ -33,7 +33,7 @@ func TestFiltersAsBolt(t *testing.T) {
 	}
 	for _, m := range msgs {
 		m.Raw = []byte("x")
-		for _, db := range []storage.Store{bolt, pg} {
+		for _, db := range []storage.Engine{bolt, pg} {
 			if _, err := db.Deliver(ctx, &m, []string{"f@x.org"}); err != nil {
 				t.Fatal(err)
 			}

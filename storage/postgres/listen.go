@@ -32,7 +32,7 @@ func (db *DB) payload(inboxes []string) string {
 
 // Changed returns a channel that is closed once an email for the inbox
 // localPart has been committed after the call, on this node or any other
-// (storage.Store), or when the notifications of other nodes may have been
+// (storage.Engine), or when the notifications of other nodes may have been
 // lost: a waiter then lists again and finds nothing new.
 func (db *DB) Changed(localPart string) <-chan struct{} {
 	db.waitedMu.Lock()

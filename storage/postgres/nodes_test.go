@@ -17,7 +17,7 @@ import (
 
 func ptr(s string) *string { return &s }
 
-func deliverTo(t testing.TB, db storage.Store, subject string, to ...string) []storage.Email {
+func deliverTo(t testing.TB, db storage.Engine, subject string, to ...string) []storage.Email {
 	t.Helper()
 	msg := &storage.Message{From: "s@example.net", Subject: ptr(subject), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\nhi\r\n")}
 	es, err := db.Deliver(context.Background(), msg, to)

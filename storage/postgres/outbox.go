@@ -321,5 +321,3 @@ func (db *DB) wakeAllHooks() {
 		db.events.Notify(storage.InboxName(h.ID))
 	}
 }
-
-var _ storage.Outbox = (*DB)(nil)

@@ -18,7 +18,7 @@ import (
 // transaction.
 
 // CreateSession stores a session for keyID until expires
-// (storage.Sessions); ErrNotFound when there is no key keyID.
+// (storage.Engine); ErrNotFound when there is no key keyID.
 func (db *DB) CreateSession(ctx context.Context, hash storage.SessionHash, keyID string, expires time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -37,7 +37,7 @@ func (db *DB) CreateSession(ctx context.Context, hash storage.SessionHash, keyID
 }
 
 // Session returns the session of hash, or ErrNotFound when there is none
-// or it expired at now (storage.Sessions).
+// or it expired at now (storage.Engine).
 func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Time) (storage.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.Session{}, err
@@ -56,7 +56,7 @@ func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Ti
 }
 
 // TouchSession moves the end of the session of hash to expires
-// (storage.Sessions). It never brings an end nearer: two nodes touching
+// (storage.Engine). It never brings an end nearer: two nodes touching
 // one session at once keep the later end.
 func (db *DB) TouchSession(ctx context.Context, hash storage.SessionHash, expires time.Time) error {
 	if err := ctx.Err(); err != nil {
@@ -68,7 +68,7 @@ func (db *DB) TouchSession(ctx context.Context, hash storage.SessionHash, expire
 	return nil
 }
 
-// DeleteSession ends the session of hash (storage.Sessions).
+// DeleteSession ends the session of hash (storage.Engine).
 func (db *DB) DeleteSession(ctx context.Context, hash storage.SessionHash) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -80,7 +80,7 @@ func (db *DB) DeleteSession(ctx context.Context, hash storage.SessionHash) error
 }
 
 // DeleteExpiredSessions removes the sessions expired at now and returns
-// how many (storage.Sessions).
+// how many (storage.Engine).
 func (db *DB) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

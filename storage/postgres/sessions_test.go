@@ -11,7 +11,7 @@ import (
 	"burner/storage/postgres"
 )
 
-// TestSessions: UI sessions kept in the database (storage.Sessions) are
+// TestSessions: UI sessions kept in the database (storage.Engine) are
 // seen by every node: made on one, touched, ended and revoked on either.
 // storetest's Sessions case covers one node.
 func TestSessions(t *testing.T) {

@@ -160,7 +160,7 @@ func TestSignatureStored(t *testing.T) {
 	t.Cleanup(func() { bolt.Close() })
 	for _, m := range msgs {
 		m.Raw = []byte("x")
-		for _, db := range []storage.Store{pg, bolt} {
+		for _, db := range []storage.Engine{pg, bolt} {
 			if _, err := db.Deliver(ctx, &m, []string{"s@x.org"}); err != nil {
 				t.Fatal(err)
 			}

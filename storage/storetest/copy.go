@@ -13,10 +13,6 @@ import (
 	"burner/storage"
 )
 
-// The copy cases (spec §10: `burner copy`) run for a store that is both a
-// storage.Exporter and a storage.Importer, and skip for one that is not;
-// an engine asserts at compile time which of the two it implements.
-
 // CopyConfig returns the Config of a store for FillCopySource: the hooks
 // of the outbox cases and a clock that moves 1.5 ms at each reading, so
 // that every time the source holds differs.
@@ -36,15 +32,10 @@ func CopyConfig() Config {
 // index, text that folds (ß, Σ) and repeats a line, binary and NUL in a
 // raw source and a search text, a message without subject or body,
 // scoped keys, one used (in memory: Export gives it), and webhook events,
-// one of them retried. It returns the secret of the scoped key "ci". db
-// must be a storage.Outbox.
-func FillCopySource(t testing.TB, db storage.Store, cfg Config) string {
+// one of them retried. It returns the secret of the scoped key "ci".
+func FillCopySource(t testing.TB, db storage.Engine, cfg Config) string {
 	t.Helper()
 	ctx := context.Background()
-	ob, ok := db.(storage.Outbox)
-	if !ok {
-		t.Fatalf("%T is no storage.Outbox: the copy source needs webhook events", db)
-	}
 	body := "<p>Straße: your code is <b>424242</b></p>"
 	msgs := []struct {
 		msg storage.Message
@@ -85,33 +76,23 @@ func FillCopySource(t testing.TB, db storage.Store, cfg Config) string {
 	if _, err := db.Authenticate(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := ob.ClaimEvents(ctx, storage.Claim{Hook: "ci", Node: "n1", Now: cfg.Now().Add(time.Hour), Lease: time.Minute, Max: 1})
+	evs, err := db.ClaimEvents(ctx, storage.Claim{Hook: "ci", Node: "n1", Now: cfg.Now().Add(time.Hour), Lease: time.Minute, Max: 1})
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("ClaimEvents(ci) = %d events, %v; want 1", len(evs), err)
 	}
 	evs[0].Attempts = 2
-	if err := ob.RetryEvent(ctx, evs[0], storage.Milli(cfg.Now().Add(time.Hour))); err != nil {
+	if err := db.RetryEvent(ctx, evs[0], storage.Milli(cfg.Now().Add(time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	return secret
 }
 
 // copyStores opens a source filled by FillCopySource and an empty
-// destination with the same clock, or skips the test when the store can
-// be neither read out nor filled.
-func copyStores(t *testing.T, open Opener) (src, dst storage.Store, cfg Config, secret string) {
+// destination with the same clock.
+func copyStores(t *testing.T, open Opener) (src, dst storage.Engine, cfg Config, secret string) {
 	t.Helper()
 	cfg = CopyConfig()
 	src = open(t, cfg)
-	if _, ok := src.(storage.Exporter); !ok {
-		t.Skipf("%T does not implement storage.Exporter", src)
-	}
-	if _, ok := src.(storage.Importer); !ok {
-		t.Skipf("%T does not implement storage.Importer", src)
-	}
-	if _, ok := src.(storage.Outbox); !ok {
-		t.Skipf("%T does not implement storage.Outbox: the copy source needs webhook events", src)
-	}
 	secret = FillCopySource(t, src, cfg)
 	return src, open(t, cfg), cfg, secret
 }
@@ -124,7 +105,7 @@ func testCopy(t *testing.T, open Opener) {
 	src, dst, cfg, secret := copyStores(t, open)
 
 	var calls []storage.CopyCount
-	n, err := dst.(storage.Importer).Import(ctx, src.(storage.Exporter), func(c storage.CopyCount) { calls = append(calls, c) })
+	n, err := dst.Import(ctx, src, func(c storage.CopyCount) { calls = append(calls, c) })
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
@@ -145,7 +126,7 @@ func testCopy(t *testing.T, open Opener) {
 	if !slices.ContainsFunc(all, func(e storage.Email) bool { return e.Read }) {
 		t.Errorf("no email of alice is read in the source: the test marks one")
 	}
-	evs, _ := exportedEvents(ctx, dst.(storage.Exporter))
+	evs, _ := exportedEvents(ctx, dst)
 	if !slices.ContainsFunc(evs, func(e storage.Event) bool { return e.Attempts == 2 && e.Next.After(e.Email.ReceivedAt) }) {
 		t.Errorf("no copied event kept its 2 attempts and its due time: %+v", evs)
 	}
@@ -160,24 +141,21 @@ func testCopy(t *testing.T, open Opener) {
 	if errA != nil || errB != nil || !reflect.DeepEqual(ka, kb) || kb.Name != "ci" || !kb.Scope.ReadOnly {
 		t.Errorf("Authenticate with the source's secret:\nsource %+v (%v)\ncopy   %+v (%v)", ka, errA, kb, errB)
 	}
-	if c, ok := dst.(storage.Checker); ok {
-		if r, err := c.Check(ctx); err != nil || !r.OK() || r.Messages != 3 || r.Emails != 6 || r.Keys != 2 {
-			t.Errorf("Check of the copy: %+v, %v; want it sound with 3 messages, 6 emails and 2 keys", r, err)
-		}
+	if r, err := dst.Check(ctx); err != nil || !r.OK() || r.Messages != 3 || r.Emails != 6 || r.Keys != 2 {
+		t.Errorf("Check of the copy: %+v, %v; want it sound with 3 messages, 6 emails and 2 keys", r, err)
 	}
 
 	// The copy hands its events out: those never retried at once.
-	ob := dst.(storage.Outbox)
-	claimed, err := ob.ClaimEvents(ctx, storage.Claim{Hook: "all", Node: "n", Now: cfg.Now(), Lease: time.Minute, Max: 100})
+	claimed, err := dst.ClaimEvents(ctx, storage.Claim{Hook: "all", Node: "n", Now: cfg.Now(), Lease: time.Minute, Max: 100})
 	if err != nil || len(claimed) != 6 {
 		t.Errorf("ClaimEvents(all) on the copy: %d events, %v; want 6", len(claimed), err)
 	}
 	// And every event, the retried one too, once it is due, as the source does.
 	later := cfg.Now().Add(48 * time.Hour)
-	claims := func(db storage.Store) ([]storage.Event, error) {
+	claims := func(db storage.Engine) ([]storage.Event, error) {
 		var out []storage.Event
 		for _, h := range []string{"all", "ci"} {
-			evs, err := db.(storage.Outbox).ClaimEvents(ctx, storage.Claim{Hook: h, Node: "n", Now: later, Lease: time.Nanosecond, Max: 100})
+			evs, err := db.ClaimEvents(ctx, storage.Claim{Hook: h, Node: "n", Now: later, Lease: time.Nanosecond, Max: 100})
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +179,7 @@ func testCopy(t *testing.T, open Opener) {
 
 	// A store that holds anything is refused, unchanged.
 	before := statsOf(t, dst)
-	if _, err := dst.(storage.Importer).Import(ctx, src.(storage.Exporter), nil); !errors.Is(err, storage.ErrNotNew) {
+	if _, err := dst.Import(ctx, src, nil); !errors.Is(err, storage.ErrNotNew) {
 		t.Errorf("Import into a store that holds mail: %v, want ErrNotNew", err)
 	}
 	if after := statsOf(t, dst); after != before {
@@ -211,7 +189,7 @@ func testCopy(t *testing.T, open Opener) {
 
 // statsOf returns db's Stats without the size of its file, which a
 // refused write may change (a database's pages).
-func statsOf(t *testing.T, db storage.Store) storage.Stats {
+func statsOf(t *testing.T, db storage.Engine) storage.Stats {
 	t.Helper()
 	s, err := db.Stats(context.Background())
 	if err != nil {
@@ -228,7 +206,7 @@ func testImportRefusesKeys(t *testing.T, open Opener) {
 	if _, _, err := dst.CreateKey(ctx, "mine", storage.Scope{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.(storage.Importer).Import(ctx, src.(storage.Exporter), nil); !errors.Is(err, storage.ErrNotNew) {
+	if _, err := dst.Import(ctx, src, nil); !errors.Is(err, storage.ErrNotNew) {
 		t.Errorf("Import into a store with a key: %v, want ErrNotNew", err)
 	}
 	if s := statsOf(t, dst); s.Emails != 0 || s.Keys != 1 {
@@ -242,7 +220,7 @@ func testExportStops(t *testing.T, open Opener) {
 	src, _, _, _ := copyStores(t, open)
 	stop := errors.New("enough")
 	calls := 0
-	err := src.(storage.Exporter).Export(context.Background(), storage.ExportVisitor{Message: func(*storage.StoredMessage) error {
+	err := src.Export(context.Background(), storage.ExportVisitor{Message: func(*storage.StoredMessage) error {
 		calls++
 		return stop
 	}})
@@ -261,7 +239,7 @@ func testCopyKeepsLaterUse(t *testing.T, open Opener) {
 	used := keyNamed(t, src, "ci").LastUsed
 	clk := NewClock(used.Add(-24 * time.Hour))
 	dst := open(t, Config{Now: clk.Now})
-	if _, err := dst.(storage.Importer).Import(ctx, src.(storage.Exporter), nil); err != nil {
+	if _, err := dst.Import(ctx, src, nil); err != nil {
 		t.Fatalf("Import: %v", err)
 	}
 	if got := keyNamed(t, dst, "ci").LastUsed; !got.Equal(used) {
@@ -279,7 +257,7 @@ func testCopyKeepsLaterUse(t *testing.T, open Opener) {
 	}
 }
 
-func keyNamed(t *testing.T, db storage.Store, name string) storage.Key {
+func keyNamed(t *testing.T, db storage.Engine, name string) storage.Key {
 	t.Helper()
 	keys, err := db.Keys(context.Background())
 	if err != nil {
@@ -298,10 +276,10 @@ func keyNamed(t *testing.T, db storage.Store, name string) storage.Key {
 // differently: stats, inboxes, keys, every list of the inboxes of
 // FillCopySource, email, raw source, content, attachment index and
 // waiting event.
-func SameStores(t testing.TB, a, b storage.Store) {
+func SameStores(t testing.TB, a, b storage.Engine) {
 	t.Helper()
 	ctx := context.Background()
-	same := func(what string, get func(db storage.Store) (any, error)) {
+	same := func(what string, get func(db storage.Engine) (any, error)) {
 		t.Helper()
 		x, errX := get(a)
 		y, errY := get(b)
@@ -309,13 +287,13 @@ func SameStores(t testing.TB, a, b storage.Store) {
 			t.Errorf("%s:\nsource %+v (%v)\ncopy   %+v (%v)", what, x, errX, y, errY)
 		}
 	}
-	same("Stats", func(db storage.Store) (any, error) {
+	same("Stats", func(db storage.Engine) (any, error) {
 		s, err := db.Stats(ctx)
 		s.FileBytes = 0
 		return s, err
 	})
-	same("Inboxes", func(db storage.Store) (any, error) { return db.Inboxes(ctx) })
-	same("Keys", func(db storage.Store) (any, error) { return db.Keys(ctx) })
+	same("Inboxes", func(db storage.Engine) (any, error) { return db.Inboxes(ctx) })
+	same("Keys", func(db storage.Engine) (any, error) { return db.Keys(ctx) })
 	for _, q := range []storage.Query{
 		{LocalPart: "alice"},
 		{LocalPart: "ALICE", Limit: 2},
@@ -327,27 +305,21 @@ func SameStores(t testing.TB, a, b storage.Store) {
 		{LocalPart: "alice", Terms: []string{storage.Fold("σας")}},
 		{LocalPart: "alice", Header: &storage.Header{Name: "x-campaign", Value: storage.Fold("σale")}},
 	} {
-		same("List "+queryString(q), func(db storage.Store) (any, error) { return db.List(ctx, q) })
+		same("List "+queryString(q), func(db storage.Engine) (any, error) { return db.List(ctx, q) })
 	}
 	for _, in := range []string{"alice", "bob", "ci-build-7"} {
 		es, _ := a.List(ctx, storage.Query{LocalPart: in})
 		for _, e := range es {
-			same("Email "+e.ID, func(db storage.Store) (any, error) { return db.Email(ctx, e.ID) })
-			same("Raw "+e.ID, func(db storage.Store) (any, error) { return db.Raw(ctx, e.ID) })
-			same("Content "+e.ID, func(db storage.Store) (any, error) { return db.Content(ctx, e.ID) })
-			same("Attachments "+e.ID, func(db storage.Store) (any, error) {
+			same("Email "+e.ID, func(db storage.Engine) (any, error) { return db.Email(ctx, e.ID) })
+			same("Raw "+e.ID, func(db storage.Engine) (any, error) { return db.Raw(ctx, e.ID) })
+			same("Content "+e.ID, func(db storage.Engine) (any, error) { return db.Content(ctx, e.ID) })
+			same("Attachments "+e.ID, func(db storage.Engine) (any, error) {
 				a, ok, err := db.Attachments(ctx, e.ID)
 				return []any{a, ok}, err
 			})
 		}
 	}
-	same("events", func(db storage.Store) (any, error) {
-		x, ok := db.(storage.Exporter)
-		if !ok {
-			return nil, errors.New("not a storage.Exporter")
-		}
-		return exportedEvents(ctx, x)
-	})
+	same("events", func(db storage.Engine) (any, error) { return exportedEvents(ctx, db) })
 }
 
 // exportedEvents reads the events db exports, without claiming them.

@@ -13,16 +13,10 @@ import (
 // for every inbox, one for the ci-* inboxes.
 var outboxHooks = []storage.Hook{{ID: "all"}, {ID: "ci", Scope: storage.Scope{Inboxes: []string{"CI-*"}}}}
 
-// openOutbox opens a store with outboxHooks and the clock clk, or skips
-// the test when the store keeps no outbox.
-func openOutbox(t *testing.T, open Opener, clk *Clock) (storage.Store, storage.Outbox) {
+// openOutbox opens a store with outboxHooks and the clock clk.
+func openOutbox(t *testing.T, open Opener, clk *Clock) storage.Engine {
 	t.Helper()
-	db := open(t, Config{Now: clk.Now, Hooks: outboxHooks})
-	ob, ok := db.(storage.Outbox)
-	if !ok {
-		t.Skipf("%T does not implement storage.Outbox: no webhook events to test", db)
-	}
-	return db, ob
+	return open(t, Config{Now: clk.Now, Hooks: outboxHooks})
 }
 
 func claim(t *testing.T, ob storage.Outbox, hook string, now time.Time, max int) []storage.Event {
@@ -54,82 +48,82 @@ func testOutbox(t *testing.T, open Opener) {
 	ctx := context.Background()
 	t.Run("OnePerEmailAndHook", func(t *testing.T) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		db, ob := openOutbox(t, open, clk)
+		db := openOutbox(t, open, clk)
 		emails := deliver(t, db, "build", "CI-7@x.test", "alice@x.test")
-		if got, want := waiting(t, ob), map[string]int{"all": 2, "ci": 1}; !reflect.DeepEqual(got, want) {
+		if got, want := waiting(t, db), map[string]int{"all": 2, "ci": 1}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("Waiting after a delivery to ci-7 and alice = %v, want %v", got, want)
 		}
-		evs := claim(t, ob, "ci", clk.Now(), 10)
+		evs := claim(t, db, "ci", clk.Now(), 10)
 		if len(evs) != 1 {
 			t.Fatalf("ClaimEvents(ci) = %d events, want 1", len(evs))
 		}
 		if e := evs[0]; e.Hook != "ci" || !reflect.DeepEqual(e.Email, emails[0]) || e.Attempts != 0 || !e.Next.Equal(emails[0].ReceivedAt) {
 			t.Errorf("ClaimEvents(ci) = %+v,\nwant hook ci, the email %+v as Deliver returned it, no attempt, due at its receivedAt", e, emails[0])
 		}
-		if evs := claim(t, ob, "all", clk.Now(), 1); len(evs) != 1 {
+		if evs := claim(t, db, "all", clk.Now(), 1); len(evs) != 1 {
 			t.Errorf("ClaimEvents(all, max 1) = %d events, want 1", len(evs))
 		}
-		if evs := claim(t, ob, "all", clk.Now(), 10); len(evs) != 1 {
+		if evs := claim(t, db, "all", clk.Now(), 10); len(evs) != 1 {
 			t.Errorf("ClaimEvents(all) after claiming one = %d events, want the other one", len(evs))
 		}
-		if evs := claim(t, ob, "all", clk.Now(), 10); len(evs) != 0 {
+		if evs := claim(t, db, "all", clk.Now(), 10); len(evs) != 0 {
 			t.Errorf("ClaimEvents(all) with both leased = %d events, want none", len(evs))
 		}
 		// A lease that ends makes the event due again: at least once.
-		if evs := claim(t, ob, "all", clk.Now().Add(2*time.Minute), 10); len(evs) != 2 {
+		if evs := claim(t, db, "all", clk.Now().Add(2*time.Minute), 10); len(evs) != 2 {
 			t.Errorf("ClaimEvents(all) after the leases ended = %d events, want 2", len(evs))
 		}
 	})
 
 	t.Run("CompleteAndRetry", func(t *testing.T) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		db, ob := openOutbox(t, open, clk)
+		db := openOutbox(t, open, clk)
 		deliver(t, db, "one", "bob@x.test")
 		deliver(t, db, "two", "bob@x.test") // received 1 ms after one (spec §3)
 		clk.Advance(time.Second)
-		evs := claim(t, ob, "all", clk.Now(), 10)
+		evs := claim(t, db, "all", clk.Now(), 10)
 		if len(evs) != 2 {
 			t.Fatalf("ClaimEvents = %d events, want 2", len(evs))
 		}
 		done, retried := evs[0], evs[1]
-		if err := ob.CompleteEvent(ctx, done); err != nil {
+		if err := db.CompleteEvent(ctx, done); err != nil {
 			t.Fatalf("CompleteEvent: %v", err)
 		}
 		retried.Attempts = 1
 		next := clk.Now().Add(5 * time.Second)
-		if err := ob.RetryEvent(ctx, retried, next); err != nil {
+		if err := db.RetryEvent(ctx, retried, next); err != nil {
 			t.Fatalf("RetryEvent: %v", err)
 		}
-		if got := waiting(t, ob); got["all"] != 1 {
+		if got := waiting(t, db); got["all"] != 1 {
 			t.Errorf("Waiting after one completed = %v, want all: 1", got)
 		}
-		if evs := claim(t, ob, "all", next.Add(-time.Millisecond), 10); len(evs) != 0 {
+		if evs := claim(t, db, "all", next.Add(-time.Millisecond), 10); len(evs) != 0 {
 			t.Errorf("ClaimEvents before the retry is due = %+v, want none", evs)
 		}
-		evs = claim(t, ob, "all", next, 10)
+		evs = claim(t, db, "all", next, 10)
 		if len(evs) != 1 || evs[0].Email.ID != retried.Email.ID || evs[0].Attempts != 1 || !evs[0].Next.Equal(next) {
 			t.Fatalf("ClaimEvents when the retry is due = %+v, want %s with 1 attempt, due at %v", evs, retried.Email.ID, next)
 		}
 		// Completing twice, or an event already gone, is not an error.
 		for _, e := range []storage.Event{done, evs[0], evs[0]} {
-			if err := ob.CompleteEvent(ctx, e); err != nil {
+			if err := db.CompleteEvent(ctx, e); err != nil {
 				t.Errorf("CompleteEvent(%s): %v", e.Email.ID, err)
 			}
 		}
-		if err := ob.RetryEvent(ctx, done, next); err != nil {
+		if err := db.RetryEvent(ctx, done, next); err != nil {
 			t.Errorf("RetryEvent of a completed event: %v", err)
 		}
-		if evs := claim(t, ob, "all", next.Add(time.Hour), 10); len(evs) != 0 {
+		if evs := claim(t, db, "all", next.Add(time.Hour), 10); len(evs) != 0 {
 			t.Errorf("ClaimEvents after both completed = %+v, want none", evs)
 		}
-		if got := waiting(t, ob); len(got) != 0 {
+		if got := waiting(t, db); len(got) != 0 {
 			t.Errorf("Waiting after both completed = %v, want nothing", got)
 		}
 	})
 
 	t.Run("SentAfterDelete", func(t *testing.T) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		db, ob := openOutbox(t, open, clk)
+		db := openOutbox(t, open, clk)
 		e := deliver(t, db, "gone", "dave@x.test")[0]
 		if err := db.Delete(ctx, e.ID); err != nil {
 			t.Fatal(err)
@@ -137,7 +131,7 @@ func testOutbox(t *testing.T, open Opener) {
 		if _, err := db.Clear(ctx, "dave"); err != nil {
 			t.Fatal(err)
 		}
-		evs := claim(t, ob, "all", clk.Now(), 10)
+		evs := claim(t, db, "all", clk.Now(), 10)
 		if len(evs) != 1 || !reflect.DeepEqual(evs[0].Email, e) {
 			t.Errorf("ClaimEvents after the email was deleted = %+v, want the email as stored: %+v", evs, e)
 		}
@@ -145,23 +139,23 @@ func testOutbox(t *testing.T, open Opener) {
 
 	t.Run("DropEvents", func(t *testing.T) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		db, ob := openOutbox(t, open, clk)
+		db := openOutbox(t, open, clk)
 		old := deliver(t, db, "old", "ci-1@x.test", "erin@x.test")
 		clk.Advance(time.Hour)
 		deliver(t, db, "new", "ci-1@x.test")
 		// A completed event is gone, not dropped: it is not counted.
-		done := claim(t, ob, "ci", old[0].ReceivedAt, 10)
+		done := claim(t, db, "ci", old[0].ReceivedAt, 10)
 		if len(done) != 1 {
 			t.Fatalf("ClaimEvents(ci) = %d events, want the old one", len(done))
 		}
-		if err := ob.CompleteEvent(ctx, done[0]); err != nil {
+		if err := db.CompleteEvent(ctx, done[0]); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ob.DropEvents(ctx, old[0].ReceivedAt.Add(time.Millisecond))
+		got, err := db.DropEvents(ctx, old[0].ReceivedAt.Add(time.Millisecond))
 		if want := map[string]int{"all": 2}; err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("DropEvents(older than the first delivery) = %v, %v; want %v", got, err, want)
 		}
-		w, err := ob.Waiting(ctx)
+		w, err := db.Waiting(ctx)
 		if err != nil || len(w) != 2 {
 			t.Fatalf("Waiting after the drop = %+v, %v; want the newer email's two events", w, err)
 		}
@@ -174,8 +168,8 @@ func testOutbox(t *testing.T, open Opener) {
 
 	t.Run("EventsAdded", func(t *testing.T) {
 		clk := NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		db, ob := openOutbox(t, open, clk)
-		ci, all := ob.EventsAdded("ci"), ob.EventsAdded("all")
+		db := openOutbox(t, open, clk)
+		ci, all := db.EventsAdded("ci"), db.EventsAdded("all")
 		deliver(t, db, "not ci", "frank@x.test")
 		select {
 		case <-all:

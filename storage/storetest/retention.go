@@ -96,7 +96,7 @@ func testMaxBytes(t *testing.T, open Opener) {
 }
 
 // inboxCounts returns Inboxes as a map of name to count.
-func inboxCounts(t *testing.T, db storage.Store) map[string]int {
+func inboxCounts(t *testing.T, db storage.Engine) map[string]int {
 	t.Helper()
 	ins, err := db.Inboxes(context.Background())
 	if err != nil {

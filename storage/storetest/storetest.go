@@ -1,8 +1,8 @@
-// Package storetest is the conformance suite of storage.Store: every
+// Package storetest is the conformance suite of storage.Engine: every
 // engine runs it from its own tests, with one line,
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Store { … })
+//		storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Engine { … })
 //	}
 //
 // and so answers as every other engine does, byte for byte.
@@ -24,11 +24,11 @@ type Config struct {
 	MaxPerInbox int              // the per-inbox cap, kept at delivery and by Sweep; 0: none
 	MaxAge      time.Duration    // how old an email may grow before Sweep deletes it; 0: forever
 	MaxBytes    int64            // the size cap past which Deliver returns ErrFull; 0: none
-	Hooks       []storage.Hook   // the webhooks whose events a storage.Outbox keeps (spec §9)
+	Hooks       []storage.Hook   // the webhooks whose events the outbox keeps (spec §9)
 }
 
 // Opener opens a new, empty store configured as cfg, closed when t ends.
-type Opener func(t *testing.T, cfg Config) storage.Store
+type Opener func(t *testing.T, cfg Config) storage.Engine
 
 // Run runs the suite against the stores open makes, one per test.
 func Run(t *testing.T, open Opener) {
@@ -64,14 +64,13 @@ func Run(t *testing.T, open Opener) {
 		{"HeaderAsReceived", testHeaderAsReceived},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},
-		{"Outbox", testOutbox}, // outbox.go; skipped for a store without storage.Outbox
-		{"Leases", testLeases}, // lease.go; skipped as Outbox is
-		// copy.go; skipped for a store without storage.Exporter and storage.Importer
-		{"Copy", testCopy},
+		{"Outbox", testOutbox}, // outbox.go
+		{"Leases", testLeases}, // lease.go
+		{"Copy", testCopy},     // copy.go
 		{"ImportRefusesKeys", testImportRefusesKeys},
 		{"ExportStops", testExportStops},
 		{"CopyKeepsLaterUse", testCopyKeepsLaterUse},
-		{"Sessions", testSessions}, // sessions.go; skipped for a store without storage.Sessions
+		{"Sessions", testSessions}, // sessions.go
 		{"CopyLeavesSessions", testCopyLeavesSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
@@ -104,7 +103,7 @@ func (c *Clock) Advance(d time.Duration) {
 
 func ptr(s string) *string { return &s }
 
-func deliver(t testing.TB, db storage.Store, subject string, to ...string) []storage.Email {
+func deliver(t testing.TB, db storage.Engine, subject string, to ...string) []storage.Email {
 	t.Helper()
 	msg := &storage.Message{From: "sender@example.net", FromName: "Sender", Subject: ptr(subject), Body: ptr("<p>" + subject + "</p>"), Text: subject, Raw: []byte("Subject: " + subject + "\r\n\r\nhi\r\n")}
 	got, err := db.Deliver(context.Background(), msg, to)
@@ -117,7 +116,7 @@ func deliver(t testing.TB, db storage.Store, subject string, to ...string) []sto
 // DeliverMany delivers n messages from 8 goroutines, so that an engine
 // that groups commits does; msg(i) gives the subject and recipient of the
 // i-th. Their order is not defined.
-func DeliverMany(t testing.TB, db storage.Store, n int, msg func(i int) (subject, to string)) {
+func DeliverMany(t testing.TB, db storage.Engine, n int, msg func(i int) (subject, to string)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -147,7 +146,7 @@ func Subjects(es []storage.Email) []string {
 }
 
 // ListSubjects lists q and returns the subjects, failing t on an error.
-func ListSubjects(t *testing.T, db storage.Store, q storage.Query) []string {
+func ListSubjects(t *testing.T, db storage.Engine, q storage.Query) []string {
 	t.Helper()
 	got, err := db.List(context.Background(), q)
 	if err != nil {

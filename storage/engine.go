@@ -3,9 +3,10 @@ package storage
 import (
 	"context"
 	"io"
+	"time"
 )
 
-// Deliverer is the part of a Store that takes mail in: all smtpd needs.
+// Deliverer is the part of an Engine that takes mail in: all smtpd needs.
 type Deliverer interface {
 	// Deliver stores msg once for each recipient address in to, in one
 	// durable commit, and returns the stored emails in the order of to,
@@ -20,11 +21,17 @@ type Deliverer interface {
 	Deliver(ctx context.Context, msg *Message, to []string) ([]Email, error)
 }
 
-// Store is what burner's protocols need of a store. Every engine
-// implements it, is safe for concurrent use, and passes storetest.Run.
-// Each method fails with ctx.Err() when ctx is done before it starts, and
-// wraps any error it returns with what it was doing.
-type Store interface {
+// Engine is a store of burner's data, as every engine (storage/boltdb,
+// storage/postgres) implements it: in full, safe for concurrent use, and
+// passing storetest.Run. Nothing in it is optional, so no caller asks
+// which engine it has; a hot backup (Snapshotter) alone is, for a
+// database server has its own tools. Each method fails with ctx.Err()
+// when ctx is done before it starts, and wraps any error it returns with
+// what it was doing.
+//
+// A caller that needs a part of it takes that part: smtpd a Deliverer,
+// the webhook worker an Outbox, Import its source an Exporter.
+type Engine interface {
 	Deliverer
 
 	// List returns the emails of q.LocalPart that match q, newest first
@@ -96,22 +103,61 @@ type Store interface {
 	// room. It may cost a durable write: callers should not run it per
 	// request.
 	CheckWritable(ctx context.Context) error
+	// Check reads the whole store and reports what is wrong with it, as
+	// bbolt's check command does (`burner check`). It writes nothing.
+	Check(ctx context.Context) (CheckReport, error)
+
+	// The webhook outbox (spec §9): Deliver writes the events of the
+	// hooks the store was opened with in the commit of their emails.
+	Outbox
+
+	// Web UI sessions (spec §10), kept by the store so that a session
+	// made on one node is valid on every node of one database, and
+	// outlives a restart of serve. A session ends at its expiry, at
+	// logout, and at once when its key is revoked. Times are stored to
+	// the millisecond.
+
+	// CreateSession stores a session for the key keyID until expires.
+	// It returns ErrNotFound when there is no key keyID (revoked).
+	CreateSession(ctx context.Context, hash SessionHash, keyID string, expires time.Time) error
+	// Session returns the session of hash, or ErrNotFound when there is
+	// none, it expired at now, or its key has been revoked.
+	Session(ctx context.Context, hash SessionHash, now time.Time) (Session, error)
+	// TouchSession moves the end of the session of hash to expires, unless
+	// it already ends later: of two touches the later end wins. It is not
+	// an error when the session is gone.
+	TouchSession(ctx context.Context, hash SessionHash, expires time.Time) error
+	// DeleteSession ends the session of hash. It is not an error when the
+	// session is gone.
+	DeleteSession(ctx context.Context, hash SessionHash) error
+	// DeleteExpiredSessions removes the sessions expired at now and
+	// returns how many.
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+
+	// What `burner copy` carries from one store to another (spec §10):
+	// the whole content as it is stored (copy.go).
+	Exporter
+	// Import copies everything src exports into the store, keeping ids,
+	// receivedAt, read flags, key hashes, scopes and times, and events'
+	// attempts and due times, and returns how much it copied. The store
+	// must hold nothing (no email, key or event), else Import returns an
+	// error wrapping ErrNotNew and writes nothing. It takes the store's
+	// options as they are (no retention is applied, no webhook event is
+	// made: the events copied are src's). progress, when not nil, is
+	// called now and then with the counts so far. An Import that fails
+	// part way may leave part of src in the store: the caller discards
+	// the store.
+	Import(ctx context.Context, src Exporter, progress func(CopyCount)) (CopyCount, error)
+
 	// Close releases the store, writing what it holds in memory (key
 	// usage). It is safe to call more than once.
 	Close() error
 }
 
-// Checker is a Store that can verify its own consistency, as bbolt's
-// check command does. `burner check` and the control socket find it by
-// type assertion.
-type Checker interface {
-	// Check reads the whole store and reports what is wrong with it. It
-	// writes nothing.
-	Check(ctx context.Context) (CheckReport, error)
-}
-
-// Snapshotter is a Store that can take a consistent copy of itself while
-// it goes on taking mail: a hot backup.
+// Snapshotter is an Engine that can take a consistent copy of itself
+// while it goes on taking mail: a hot backup. It is the one optional
+// ability, found by type assertion (bbolt has it; PostgreSQL has
+// pg_dump).
 type Snapshotter interface {
 	// Snapshot freezes a view of the whole store. Close it soon: an engine
 	// may hold back some writes until then.
