@@ -218,9 +218,10 @@ func TestAttachmentListWhenFull(t *testing.T) {
 		ids = append(ids, es[0].ID)
 	}
 	s := New(db, Options{}, testLogger(t))
+	full := withScope(ctx, storage.Scope{}) // as a request with a key of full scope
 	for i, stored := range []bool{true, false, false} {
 		id := ids[min(i, 1)]
-		a, err := s.attachmentList(ctx, id)
+		a, err := s.attachmentList(full, id)
 		if err != nil || len(a.Files) != message.MaxListedFiles || a.Files[999].Filename != long[:250]+"999" {
 			t.Fatalf("attachmentList #%d = %d files, %v; want %d", i, len(a.Files), err, message.MaxListedFiles)
 		}

@@ -53,7 +53,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	k, secret, err := s.db.CreateKey(r.Context(), req.Name, req.Scope)
+	k, secret, err := s.admin.CreateKey(r.Context(), req.Name, req.Scope)
 	if errors.Is(err, storage.ErrBadInboxPattern) {
 		// The message names the pattern; ControlClient maps it back.
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -69,7 +69,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.db.Keys(r.Context())
+	keys, err := s.admin.Keys(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -78,7 +78,7 @@ func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
-	k, err := s.db.RevokeKey(r.Context(), r.PathValue("idOrName"))
+	k, err := s.admin.RevokeKey(r.Context(), r.PathValue("idOrName"))
 	if errors.Is(err, storage.ErrNotFound) {
 		// fail's ErrNotFound speaks of emails; this one is a key.
 		writeError(w, http.StatusNotFound, "No such key.")

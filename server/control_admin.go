@@ -16,7 +16,7 @@ import (
 // request arrives, while mail goes on arriving. Content-Length is the
 // copy's size, so that a client can tell a complete copy from a cut one.
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
-	st, ok := s.store.(storage.Snapshotter)
+	st, ok := s.admin.(storage.Snapshotter)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, "This store takes no backup: use its own tools.")
 		return
@@ -46,7 +46,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.db.Stats(r.Context())
+	st, err := s.admin.Stats(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -55,7 +55,7 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
-	ins, err := s.db.Inboxes(r.Context())
+	ins, err := s.admin.Inboxes(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -66,7 +66,7 @@ func (s *Server) handleInboxes(w http.ResponseWriter, r *http.Request) {
 // handleCheck verifies the data file. It answers 200 with the report
 // whether or not the file is sound: the report says.
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.store.Check(r.Context())
+	rep, err := s.admin.Check(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -77,7 +77,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 // handleWaiting reports the webhook events waiting, by hook, for
 // `burner stats`.
 func (s *Server) handleWaiting(w http.ResponseWriter, r *http.Request) {
-	ws, err := s.store.Waiting(r.Context())
+	ws, err := s.admin.Waiting(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

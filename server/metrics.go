@@ -74,7 +74,7 @@ func (s *Server) storeHealth(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if now := s.opts.Now(); h.checked.IsZero() || now.Sub(h.checked) > time.Second || now.Before(h.checked) {
-		h.err = s.db.CheckWritable(ctx)
+		h.err = s.admin.CheckWritable(ctx)
 		h.checked = now
 	}
 	return h.err

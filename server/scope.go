@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"burner/storage"
 )
@@ -10,8 +11,9 @@ import (
 // a request may reach. requireKey and the UI's requireSession put the
 // scope of the request's key in its context (withScope); every route
 // reaches the store only through Server.db, a scopedStore, whose methods
-// ask the scope of the context they are given. A route therefore cannot
-// forget the rule, and the rules come after the route's own validation
+// ask the scope of the context they are given and refuse a context
+// without one. A route therefore cannot forget the rule, and the rules
+// come after the route's own validation
 // (spec §8's order: 401, 400, then these), because a handler validates
 // before it touches the store.
 
@@ -35,8 +37,8 @@ func withScope(ctx context.Context, s storage.Scope) context.Context {
 }
 
 // scopeOf returns the scope ctx carries, and false when it carries none:
-// a request of the control socket, or work of the server's own, which are
-// not limited.
+// a request of the control socket, or work of the server's own, which
+// reach the engine through Server.admin, never the scoped store.
 func scopeOf(ctx context.Context) (storage.Scope, bool) {
 	s, ok := ctx.Value(scopeKey{}).(storage.Scope)
 	return s, ok
@@ -88,19 +90,37 @@ func mayClear(ctx context.Context, localPart string) error {
 	return mayReachInbox(ctx, localPart)
 }
 
+// errNoScope is a call of the scoped store whose context carries no
+// scope: a fault of the server, never of a request. It fails closed.
+var errNoScope = errors.New("the scoped store was called without a scope")
+
 // scopedStore is the store as a request sees it: each method applies the
-// scope of its context before the engine's method runs. It names every
-// method of storage.Store rather than embedding one, so that a method
-// added to the interface must be decided here before the server builds.
+// scope of its context before the engine's method runs, and refuses a
+// context without one (errNoScope). It is not a storage.Engine, and has
+// only what the routes of a key do with emails: what a scope has no say
+// in (keys, sessions, stats, health) is the admin engine's
+// (Server.admin), so that a handler cannot reach it by mistake.
 type scopedStore struct {
 	db storage.Engine
+}
+
+// needScope returns errNoScope unless ctx carries a scope.
+func needScope(ctx context.Context) error {
+	if _, ok := scopeOf(ctx); !ok {
+		return errNoScope
+	}
+	return nil
 }
 
 // checkEmail returns nil when ctx's scope reaches the inbox of email id,
 // else storage.ErrNotFound (also when there is no such email). A scope
 // that reaches every inbox costs no lookup.
 func (s scopedStore) checkEmail(ctx context.Context, id string) error {
-	if sc, ok := scopeOf(ctx); !ok || sc.Everywhere() {
+	sc, ok := scopeOf(ctx)
+	if !ok {
+		return errNoScope
+	}
+	if sc.Everywhere() {
 		return nil
 	}
 	e, err := s.db.Email(ctx, id)
@@ -110,11 +130,10 @@ func (s scopedStore) checkEmail(ctx context.Context, id string) error {
 	return mayReachEmail(ctx, e)
 }
 
-func (s scopedStore) Deliver(ctx context.Context, msg *storage.Message, to []string) ([]storage.Email, error) {
-	return s.db.Deliver(ctx, msg, to)
-}
-
 func (s scopedStore) List(ctx context.Context, q storage.Query) ([]storage.Email, error) {
+	if err := needScope(ctx); err != nil {
+		return nil, err
+	}
 	if err := mayReachInbox(ctx, q.LocalPart); err != nil {
 		return nil, err
 	}
@@ -126,6 +145,9 @@ func (s scopedStore) List(ctx context.Context, q storage.Query) ([]storage.Email
 func (s scopedStore) Changed(localPart string) <-chan struct{} { return s.db.Changed(localPart) }
 
 func (s scopedStore) Email(ctx context.Context, id string) (storage.Email, error) {
+	if err := needScope(ctx); err != nil {
+		return storage.Email{}, err
+	}
 	e, err := s.db.Email(ctx, id)
 	if err != nil {
 		return storage.Email{}, err
@@ -160,6 +182,9 @@ func (s scopedStore) MarkRead(ctx context.Context, id string) error {
 // Delete refuses a read-only scope before it looks for the email: the
 // read-only rule comes first, for an unknown id too (spec §8).
 func (s scopedStore) Delete(ctx context.Context, id string) error {
+	if err := needScope(ctx); err != nil {
+		return err
+	}
 	if err := mayDelete(ctx); err != nil {
 		return err
 	}
@@ -171,6 +196,9 @@ func (s scopedStore) Delete(ctx context.Context, id string) error {
 
 // Clear refuses a read-only scope, then an inbox outside the scope.
 func (s scopedStore) Clear(ctx context.Context, localPart string) (int, error) {
+	if err := needScope(ctx); err != nil {
+		return 0, err
+	}
 	if err := mayClear(ctx, localPart); err != nil {
 		return 0, err
 	}
@@ -192,67 +220,3 @@ func (s scopedStore) PutAttachments(ctx context.Context, id string, a storage.At
 	}
 	return s.db.PutAttachments(ctx, id, a)
 }
-
-// The keys are the control socket's and the login's business: the API has
-// no route to them, and a scope does not limit them.
-
-func (s scopedStore) CreateKey(ctx context.Context, name string, scope storage.Scope) (storage.Key, string, error) {
-	return s.db.CreateKey(ctx, name, scope)
-}
-
-func (s scopedStore) Keys(ctx context.Context) ([]storage.Key, error) { return s.db.Keys(ctx) }
-
-func (s scopedStore) Key(ctx context.Context, id string) (storage.Key, error) {
-	return s.db.Key(ctx, id)
-}
-
-func (s scopedStore) RevokeKey(ctx context.Context, idOrName string) (storage.Key, error) {
-	return s.db.RevokeKey(ctx, idOrName)
-}
-
-func (s scopedStore) Authenticate(ctx context.Context, secret string) (storage.Key, error) {
-	return s.db.Authenticate(ctx, secret)
-}
-
-// Stats counts every inbox: only a scope that reaches all may see it.
-func (s scopedStore) Stats(ctx context.Context) (storage.Stats, error) {
-	if err := mayReadMetrics(ctx); err != nil {
-		return storage.Stats{}, err
-	}
-	return s.db.Stats(ctx)
-}
-
-// Inboxes returns only the inboxes ctx's scope reaches.
-func (s scopedStore) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
-	all, err := s.db.Inboxes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sc, ok := scopeOf(ctx)
-	if !ok || sc.Everywhere() {
-		return all, nil
-	}
-	var out []storage.Inbox
-	for _, in := range all {
-		if sc.Reaches(in.Name) {
-			out = append(out, in)
-		}
-	}
-	return out, nil
-}
-
-// Sweep deletes in every inbox: no route sweeps, and no scope short of a
-// full one may.
-func (s scopedStore) Sweep(ctx context.Context) (int, error) {
-	if err := mayDelete(ctx); err != nil {
-		return 0, err
-	}
-	if sc, ok := scopeOf(ctx); ok && !sc.Everywhere() {
-		return 0, errInboxForbidden
-	}
-	return s.db.Sweep(ctx)
-}
-
-func (s scopedStore) CheckWritable(ctx context.Context) error { return s.db.CheckWritable(ctx) }
-
-func (s scopedStore) Close() error { return s.db.Close() }

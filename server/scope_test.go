@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -262,29 +263,36 @@ func TestScopeTableCoversEveryRoute(t *testing.T) {
 	}
 }
 
-// TestScopedStoreWithoutScope: the server's own work and the control
-// socket carry no scope, and reach everything.
+// TestScopedStoreWithoutScope: the scoped store fails closed for a
+// context without a scope (the server's own work and the control socket
+// reach the engine as admin), and serves one with a scope.
 func TestScopedStoreWithoutScope(t *testing.T) {
 	a, s, _ := scopeAPI(t)
 	e := a.deliver("bob@example.com", filesEmail())
 	ctx := context.Background()
-	if _, err := s.db.Email(ctx, e.ID); err != nil {
-		t.Errorf("Email without a scope: %v", err)
+	if _, err := s.db.Email(ctx, e.ID); !errors.Is(err, errNoScope) {
+		t.Errorf("Email without a scope: %v, want errNoScope", err)
 	}
-	if ins, err := s.db.Inboxes(ctx); err != nil || len(ins) != 1 {
-		t.Errorf("Inboxes without a scope = %v, %v; want bob's", ins, err)
+	if _, err := s.db.List(ctx, storage.Query{LocalPart: "bob"}); !errors.Is(err, errNoScope) {
+		t.Errorf("List without a scope: %v, want errNoScope", err)
 	}
-	// With one, Inboxes shows only what the scope reaches.
-	a.deliver("ci-1@example.com", filesEmail())
-	sc := withScope(ctx, storage.Scope{Inboxes: []string{"ci-*"}})
-	if ins, err := s.db.Inboxes(sc); err != nil || len(ins) != 1 || ins[0].Name != "ci-1" {
-		t.Errorf("Inboxes with scope ci-* = %v, %v; want ci-1 alone", ins, err)
+	if _, err := s.db.Raw(ctx, e.ID); !errors.Is(err, errNoScope) {
+		t.Errorf("Raw without a scope: %v, want errNoScope", err)
 	}
-	if _, err := s.db.Stats(sc); err != errMetricsForbidden {
-		t.Errorf("Stats with scope ci-* = %v; want %v", err, errMetricsForbidden)
+	if err := s.db.Delete(ctx, e.ID); !errors.Is(err, errNoScope) {
+		t.Errorf("Delete without a scope: %v, want errNoScope", err)
 	}
-	if _, err := s.db.Sweep(withScope(ctx, storage.Scope{ReadOnly: true})); err != errReadOnly {
-		t.Errorf("Sweep with a read-only scope = %v; want %v", err, errReadOnly)
+	if _, err := s.db.Clear(ctx, "bob"); !errors.Is(err, errNoScope) {
+		t.Errorf("Clear without a scope: %v, want errNoScope", err)
+	}
+	if _, err := a.db.Email(ctx, e.ID); err != nil {
+		t.Errorf("the email is gone after the refused calls: %v", err)
+	}
+	if _, err := s.db.Email(withScope(ctx, storage.Scope{}), e.ID); err != nil {
+		t.Errorf("Email with a full scope: %v", err)
+	}
+	if _, err := s.db.Email(withScope(ctx, storage.Scope{Inboxes: []string{"ci-*"}}), e.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Email with scope ci-*: %v, want ErrNotFound", err)
 	}
 }
 

@@ -59,10 +59,12 @@ type Options struct {
 // concurrent use.
 type Server struct {
 	// db is the store as requests see it: limited by the scope of the
-	// request's key (scope.go). Every route reaches the store through it.
+	// request's key (scope.go). Every route reaches emails through it.
 	db scopedStore
-	// store is the engine itself, for what a scope has no say in.
-	store   storage.Engine
+	// admin is the engine itself, unlimited: for what comes before a
+	// scope (authentication, UI sessions) and what no scope has a say in
+	// (the control socket, /healthz). Never for a route's emails.
+	admin   storage.Engine
 	opts    Options
 	log     *slog.Logger
 	handler http.Handler
@@ -90,7 +92,7 @@ func New(db storage.Engine, opts Options, log *slog.Logger) *Server {
 		opts.Now = time.Now
 	}
 	scoped := scopedStore{db}
-	s := &Server{db: scoped, store: db, opts: opts, log: log, list: scoped.List}
+	s := &Server{db: scoped, admin: db, opts: opts, log: log, list: scoped.List}
 	var reg prometheus.Registerer
 	if opts.Metrics != nil {
 		reg = opts.Metrics
@@ -217,7 +219,7 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			unauthorized(w)
 			return
 		}
-		k, err := s.db.Authenticate(r.Context(), secret)
+		k, err := s.admin.Authenticate(r.Context(), secret)
 		if err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				unauthorized(w)

@@ -82,7 +82,7 @@ type staticFile struct {
 
 // ui returns the handler of the web UI and keeps its state in s.web.
 func (s *Server) ui() http.Handler {
-	u := &webUI{s: s, static: make(map[string]staticFile), sessions: &sessions{db: s.store, now: s.opts.Now}}
+	u := &webUI{s: s, static: make(map[string]staticFile), sessions: &sessions{db: s.admin, now: s.opts.Now}}
 	s.web = u
 	files, _ := fs.ReadDir(staticFS, "static")
 	for _, f := range files {

@@ -187,7 +187,7 @@ func (u *webUI) session(r *http.Request, slide bool) (visitor, error) {
 	if err != nil {
 		return visitor{}, err
 	}
-	k, err := u.s.db.Key(r.Context(), sess.keyID)
+	k, err := u.s.admin.Key(r.Context(), sess.keyID)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			// Revoked: this session is over for good (the store
@@ -340,7 +340,7 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 		r := withVisitor(r, visitor{csrf: c.Value})
 		u.render(w, r, http.StatusUnauthorized, "login", loginPage{Next: next, Message: "Missing or invalid API key."})
 	}
-	k, err := u.s.db.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("key")))
+	k, err := u.s.admin.Authenticate(r.Context(), strings.TrimSpace(r.PostForm.Get("key")))
 	if errors.Is(err, storage.ErrNotFound) {
 		refuse()
 		return
