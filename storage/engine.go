@@ -35,10 +35,11 @@ type Engine interface {
 	Deliverer
 
 	// List returns the emails of q.LocalPart that match q, newest first
-	// (receivedAt descending, then reverse arrival order). The filters are
-	// decided by a Matcher (NewMatcher). With q.AfterID or q.BeforeID it
-	// returns ErrNotFound when that email does not exist or is in another
-	// inbox.
+	// (receivedAt descending, then reverse arrival order). The filters
+	// mean what Query says; every engine lets the same code decide them
+	// (an engine may prefilter), so that engines agree byte for byte.
+	// With q.AfterID or q.BeforeID it returns ErrNotFound when that email
+	// does not exist or is in another inbox.
 	List(ctx context.Context, q Query) ([]Email, error)
 	// Changed returns a channel that is closed once an email for the inbox
 	// localPart has been committed after the call. A waiter takes the
@@ -75,8 +76,8 @@ type Engine interface {
 	// CreateKey makes a new API key called name (trimmed; ValidKeyName, or
 	// ErrBadKeyName) with scope, and returns it with its secret, which is
 	// never stored. The scope's patterns must pass ParseInboxPattern (or
-	// ErrBadInboxPattern); the key is stored with the scope NewKey gives
-	// it, and every method that returns the key returns that scope. It
+	// ErrBadInboxPattern); the key is stored with the scope CleanScope
+	// gives, and every method that returns the key returns that scope. It
 	// returns ErrKeyExists when the name is taken.
 	CreateKey(ctx context.Context, name string, scope Scope) (Key, string, error)
 	// Keys returns every API key, oldest first (then by name).

@@ -1,12 +1,9 @@
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 func TestValidLocalPart(t *testing.T) {
@@ -40,49 +37,5 @@ func TestParseIDCanonicalOnly(t *testing.T) {
 		if _, err := ParseID(bad); !errors.Is(err, ErrNotFound) {
 			t.Errorf("ParseID(%q): %v, want ErrNotFound", bad, err)
 		}
-	}
-}
-
-func TestNotifierForgetsWokenInboxes(t *testing.T) {
-	var n Notifier
-	a, b := n.Changed("Alice"), n.Changed("bob")
-	if n.Changed("alice") != a {
-		t.Error("Changed(Alice) and Changed(alice) differ")
-	}
-	n.Notify(InboxName("ALICE"))
-	select {
-	case <-a:
-	default:
-		t.Error("Notify(alice) left Changed(Alice) open")
-	}
-	select {
-	case <-b:
-		t.Error("Notify(alice) closed Changed(bob)")
-	default:
-	}
-	n.mu.Lock()
-	held := len(n.waiting)
-	n.mu.Unlock()
-	if held != 1 {
-		t.Errorf("%d inboxes held after waking alice, want 1 (bob)", held)
-	}
-}
-
-// TestNewIDVersion7: ids are of version 7 and, made one after another,
-// only grow (spec §3), which is what lets an id index grow at its end.
-func TestNewIDVersion7(t *testing.T) {
-	prev := NewID()
-	for range 10_000 {
-		id := NewID()
-		if id.Version() != 7 || id.Variant() != uuid.RFC4122 {
-			t.Fatalf("NewID() = %s: version %d, variant %v; want 7, RFC 4122", id, id.Version(), id.Variant())
-		}
-		if bytes.Compare(id[:], prev[:]) <= 0 {
-			t.Fatalf("NewID() = %s after %s: not greater", id, prev)
-		}
-		if _, err := ParseID(id.String()); err != nil {
-			t.Fatalf("ParseID(%s): %v", id, err)
-		}
-		prev = id
 	}
 }

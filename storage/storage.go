@@ -1,12 +1,13 @@
 // Package storage is the contract between burner's protocols and its
-// stores: the types an email is made of, the sentinel errors, the Store
-// interface every engine implements, and the code every engine shares so
-// that two of them answer byte for byte alike (inbox names, ids, case
-// folding, search text, the filter matcher, key rules, the notifier, the
-// record codecs and the keys' last-use buffer). The engines live below it:
+// stores, and nothing else: the types an email is made of, the sentinel
+// errors, the Engine interface every engine implements in full, key
+// scopes (spec §8), and the rules a caller must know (inbox names, ids,
+// what each filter of a Query means). The engines live below it:
 // storage/boltdb keeps everything in one bbolt file, storage/postgres
-// lets several nodes share one PostgreSQL database. storage/storetest is
-// the suite each engine passes.
+// lets several nodes share one PostgreSQL database; what they share to
+// answer alike (case folding, the matcher, signatures, record codecs,
+// group commit, the notifier, key usage) is in storage/internal, out of
+// its callers' reach. storage/storetest is the suite each engine passes.
 package storage
 
 import (
@@ -31,6 +32,18 @@ var ErrLocked = errors.New("storage: data file is in use by another process")
 // retry later. SMTP answers 451 4.3.0, the API 503 with Retry-After
 // (spec §10).
 var ErrUnavailable = errors.New("storage: the database cannot be reached")
+
+// ErrCorrupt means a stored record is damaged: it does not decode as what
+// the store wrote. It is a fault of the store (its disk or its database),
+// never of the request.
+var ErrCorrupt = errors.New("storage: corrupt record")
+
+// ErrWriteFailed means the store's medium refused a commit: an I/O error,
+// or a disk that filled up, which an estimate of free space beforehand
+// did not foresee. It is the store's fault, not the mail's: SMTP answers
+// 451 (452 when the error wraps ErrFull too), and /healthz 503 until a
+// delivery succeeds again (spec §5).
+var ErrWriteFailed = errors.New("storage: the write failed")
 
 // Email is one stored copy of a message, as the API shows it. A message
 // accepted for several recipients is stored as one Email per recipient.

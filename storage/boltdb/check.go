@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -84,7 +86,7 @@ func checkSignature(contents *bolt.Bucket, k, v []byte, r *storage.CheckReport) 
 		s := string(ev.subject)
 		subject = &s
 	}
-	if want := storage.EmailSignature(ct.text, subject, string(ev.fromName), string(ev.from)); !bytes.Equal(ev.sig, want) {
+	if want := match.EmailSignature(ct.text, subject, string(ev.fromName), string(ev.from)); !bytes.Equal(ev.sig, want) {
 		r.Problemf("email %x: its signature is not its message's, so searches may miss it", k)
 	}
 }
@@ -206,7 +208,7 @@ func checkParts(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("attachment index %x belongs to no message", ckey)
 			return nil
 		}
-		if _, _, err := storage.DecodeAttachments(v); err != nil {
+		if _, _, err := record.DecodeAttachments(v); err != nil {
 			r.Problemf("attachment index %x: %v", ckey, err)
 		}
 		return nil

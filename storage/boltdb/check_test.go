@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -94,7 +95,7 @@ func TestCheckFindsDamage(t *testing.T) {
 			return tx.Bucket(bucketMeta).Put(keySchema, []byte{0})
 		}, "schema version is 0"},
 		{"stray attachment index", func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketParts).Put(be64(999), storage.EncodeAttachments(storage.Attachments{}))
+			return tx.Bucket(bucketParts).Put(be64(999), record.EncodeAttachments(storage.Attachments{}))
 		}, "attachment index 00000000000003e7 belongs to no message"},
 		{"damaged attachment index", func(tx *bolt.Tx) error {
 			k, _ := tx.Bucket(bucketContents).Cursor().First()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/s2"
@@ -35,7 +37,7 @@ import (
 // An email record is
 //
 //	version(1) flags(1) id(16) contentKey(8)
-//	    with flagSignature, a uvarint-prefixed signature (storage.EmailSignature)
+//	    with flagSignature, a uvarint-prefixed signature (match.EmailSignature)
 //	    uvarint-prefixed: to, from, fromName, subject
 //
 // The signature lets a body filter or a search rule an email out from its
@@ -118,7 +120,7 @@ func keyInbox(key []byte) []byte { return key[:len(key)-17] }
 
 func keyTime(key []byte) time.Time {
 	ms := binary.BigEndian.Uint64(key[len(key)-16:])
-	return storage.FromMilli(int64(ms))
+	return record.FromMilli(int64(ms))
 }
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -141,10 +143,10 @@ func encodeEmail(e *storage.Email, id uuid.UUID, ckey, sig []byte) []byte {
 	b = append(b, id[:]...)
 	b = append(b, ckey...)
 	if len(sig) > 0 {
-		b = storage.AppendString(b, sig)
+		b = record.AppendString(b, sig)
 	}
 	for _, s := range []string{e.To, e.From, e.FromName, subject} {
-		b = storage.AppendString(b, s)
+		b = record.AppendString(b, s)
 	}
 	return b
 }
@@ -167,13 +169,13 @@ func viewEmail(rec []byte) (emailView, error) {
 	rest := rec[emailFixedLen:]
 	if v.flags&flagSignature != 0 {
 		var ok bool
-		if v.sig, rest, ok = storage.CutString(rest); !ok || !storage.ValidSignature(v.sig) {
+		if v.sig, rest, ok = record.CutString(rest); !ok || !match.ValidSignature(v.sig) {
 			return emailView{}, storage.ErrCorrupt
 		}
 	}
 	for _, f := range []*[]byte{&v.to, &v.from, &v.fromName, &v.subject} {
 		var ok bool
-		if *f, rest, ok = storage.CutString(rest); !ok {
+		if *f, rest, ok = record.CutString(rest); !ok {
 			return emailView{}, storage.ErrCorrupt
 		}
 	}
@@ -192,8 +194,8 @@ func recordSignature(rec []byte) ([]byte, error) {
 	if rec[1]&flagSignature == 0 {
 		return nil, nil
 	}
-	sig, _, ok := storage.CutString(rec[emailFixedLen:])
-	if !ok || !storage.ValidSignature(sig) {
+	sig, _, ok := record.CutString(rec[emailFixedLen:])
+	if !ok || !match.ValidSignature(sig) {
 		return nil, storage.ErrCorrupt
 	}
 	return sig, nil
@@ -243,12 +245,12 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 	}
 	// hot is the search text and the body section: the record's s2 block,
 	// and the dictionary of the raw value.
-	hot := storage.AppendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
+	hot := match.AppendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
 	text := hot[:len(hot):len(hot)]
-	hot = storage.AppendString(hot, body)
+	hot = record.AppendString(hot, body)
 	// Header fields as given: the raw source, compressed with hot as its
 	// dictionary, holds them in the same case.
-	hot = storage.AppendHeaders(hot, msg.Headers)
+	hot = record.AppendHeaders(hot, msg.Headers)
 
 	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
 	rec = append(rec, flags)
@@ -257,7 +259,7 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 	// encoded, and a few percent smaller keeps more records two to a page.
 	block := s2.EncodeBetter(rec[len(rec):cap(rec)], hot)
 	rec = rec[:len(rec)+len(block)]
-	return rec, encodeCold(hot, msg), storage.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
+	return rec, encodeCold(hot, msg), match.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
 }
 
 // coldDictID names the dictionary of raw values in their zstd frames.
@@ -326,8 +328,8 @@ func putColdDecoder(d *zstd.Decoder) {
 // the raw source mostly repeats.
 func encodeCold(hot []byte, msg *storage.Message) []byte {
 	head := make([]byte, 0, 16+len(msg.Plain)+64*len(msg.Links))
-	head = storage.AppendString(head, msg.Plain)
-	head = storage.AppendStrings(head, msg.Links)
+	head = record.AppendString(head, msg.Plain)
+	head = record.AppendStrings(head, msg.Links)
 
 	e := getColdEncoder()
 	defer putColdEncoder(e)
@@ -458,10 +460,10 @@ func (c *content) decodeSection(buf []byte) ([]byte, error) {
 func (c *content) parseSection(dec []byte) error {
 	var ok bool
 	rest := dec
-	if c.body, rest, ok = storage.CutString(rest); !ok {
+	if c.body, rest, ok = record.CutString(rest); !ok {
 		return storage.ErrCorrupt
 	}
-	if c.headers, rest, ok = storage.CutHeaders(rest); !ok || len(rest) != 0 {
+	if c.headers, rest, ok = record.CutHeaders(rest); !ok || len(rest) != 0 {
 		return storage.ErrCorrupt
 	}
 	if !c.hasBody {
@@ -473,7 +475,7 @@ func (c *content) parseSection(dec []byte) error {
 // cold is what a message's raw value holds beyond the hot section.
 type cold struct {
 	plain []byte
-	links []byte // the encoded links section (storage.AppendStrings)
+	links []byte // the encoded links section (record.AppendStrings)
 	raw   []byte // the message as received
 }
 
@@ -497,10 +499,10 @@ func decodeCold(c *content, v []byte) (cold, error) {
 		out cold
 		ok  bool
 	)
-	if out.plain, dec, ok = storage.CutString(dec); !ok {
+	if out.plain, dec, ok = record.CutString(dec); !ok {
 		return cold{}, storage.ErrCorrupt
 	}
-	if out.links, out.raw, ok = storage.CutStrings(dec); !ok {
+	if out.links, out.raw, ok = record.CutStrings(dec); !ok {
 		return cold{}, storage.ErrCorrupt
 	}
 	return out, nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 	"burner/storage/storetest"
 
 	"github.com/klauspost/compress/s2"
@@ -53,18 +55,18 @@ func encodeOldContent(refs int, msg *storage.Message) []byte {
 	}
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = storage.AppendString(b, body)
+	b = record.AppendString(b, body)
 	b = binary.AppendUvarint(b, uint64(len(msg.Headers)))
 	for _, h := range msg.Headers {
-		b = storage.AppendString(b, strings.ToLower(h.Name))
-		b = storage.AppendString(b, storage.Fold(h.Value))
+		b = record.AppendString(b, strings.ToLower(h.Name))
+		b = record.AppendString(b, match.Fold(h.Value))
 	}
-	b = storage.AppendString(b, msg.Plain)
+	b = record.AppendString(b, msg.Plain)
 	b = binary.AppendUvarint(b, uint64(len(msg.Links)))
 	for _, l := range msg.Links {
-		b = storage.AppendString(b, l)
+		b = record.AppendString(b, l)
 	}
-	return append(b, storage.Fold(msg.Text)...)
+	return append(b, match.Fold(msg.Text)...)
 }
 
 func TestOldRecordsRead(t *testing.T) {
@@ -156,11 +158,11 @@ func encodeTwoBlockContent(refs int, msg *storage.Message) []byte {
 		flags |= flagHasBody
 		body = *msg.Body
 	}
-	text := storage.AppendSearchText(nil, msg.Text)
-	section := storage.AppendHeaders(storage.AppendString(nil, body), msg.Headers)
+	text := match.AppendSearchText(nil, msg.Text)
+	section := record.AppendHeaders(record.AppendString(nil, body), msg.Headers)
 	b := binary.AppendUvarint(nil, uint64(refs))
 	b = append(b, flags)
-	b = storage.AppendString(b, s2.EncodeBetter(nil, text))
+	b = record.AppendString(b, s2.EncodeBetter(nil, text))
 	if d := textDict(text); d != nil {
 		return append(b, d.Encode(nil, section)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -126,7 +127,7 @@ func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMes
 			return fmt.Errorf("content %x: %w", ckey, err)
 		}
 		if v := parts.Get(ckey); v != nil {
-			a, ok, err := storage.DecodeAttachments(v)
+			a, ok, err := record.DecodeAttachments(v)
 			if err != nil {
 				return fmt.Errorf("attachments %x: %w", ckey, err)
 			}
@@ -161,13 +162,13 @@ func decodeStored(msg *storage.Message, rec, raw []byte) error {
 	msg.Headers = make([]storage.Header, 0, n)
 	for range n {
 		var name, value []byte
-		name, rest, _ = storage.CutString(rest)
-		value, rest, _ = storage.CutString(rest)
+		name, rest, _ = record.CutString(rest)
+		value, rest, _ = record.CutString(rest)
 		msg.Headers = append(msg.Headers, storage.Header{Name: string(name), Value: string(value)})
 	}
 	msg.Plain = string(cd.plain)
 	msg.Raw = bytes.Clone(cd.raw)
-	msg.Links, err = storage.DecodeStrings(cd.links)
+	msg.Links, err = record.DecodeStrings(cd.links)
 	return err
 }
 
@@ -271,7 +272,7 @@ func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(st
 
 // putKey writes a key as it was stored, unless its name or hash is taken.
 func putKey(tx *bolt.Tx, sk storage.StoredKey) error {
-	sk, err := sk.Clean()
+	sk, err := record.CleanKey(sk)
 	if err != nil {
 		return err
 	}
@@ -292,7 +293,7 @@ func putKey(tx *bolt.Tx, sk storage.StoredKey) error {
 // importMessage encodes m, in the caller's goroutine, and returns what
 // writes it in a transaction.
 func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
-	ids, err := m.Clean()
+	ids, err := record.CleanMessage(m)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +314,7 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 	}
 	var parts []byte
 	if m.Attachments != nil {
-		parts = storage.EncodeAttachments(*m.Attachments)
+		parts = record.EncodeAttachments(*m.Attachments)
 	}
 	return func(tx *bolt.Tx) error {
 		contents, eb, ids := tx.Bucket(bucketContents), tx.Bucket(bucketEmails), tx.Bucket(bucketIDs)
@@ -361,7 +362,7 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 // inline: in the 'n' range when it was never retried, else in the 'r'
 // range with its due key.
 func importEvent(e storage.Event) (func(*bolt.Tx) error, error) {
-	e, id, err := e.Clean()
+	e, id, err := record.CleanEvent(e)
 	if err != nil {
 		return nil, err
 	}

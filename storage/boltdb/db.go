@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
+	"burner/storage/internal/keyring"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -82,15 +84,15 @@ type DB struct {
 	maxPerInbox int
 	maxBytes    int64
 
-	commits storage.GroupCommit[*delivery] // the group commit of Deliver
-	writes  storage.WriteHealth            // whether Deliver's last commit failed (spec §5)
+	commits commit.Group[*delivery] // the group commit of Deliver
+	writes  commit.Health           // whether Deliver's last commit failed (spec §5)
 
 	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
 	outbox outbox         // leases and outcomes of webhook events (outbox.go)
 
-	changes storage.Notifier // wakes the waiters of Changed
+	changes commit.Notifier // wakes the waiters of Changed
 
-	usage storage.KeyUsage // key uses not yet written
+	usage keyring.Usage // key uses not yet written
 
 	stop    chan struct{}
 	flushed sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -29,7 +30,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		return nil, fmt.Errorf("deliver: %w", err)
 	}
 	d := &delivery{
-		received: storage.Milli(db.now()),
+		received: record.Milli(db.now()),
 		inboxes:  make([][]byte, len(to)),
 		times:    make([]time.Time, len(to)),
 		records:  make([][]byte, len(to)),
@@ -45,7 +46,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		}
 		locals[i] = local
 		d.inboxes[i] = inboxName(local)
-		d.ids[i] = storage.NewID()
+		d.ids[i] = record.NewID()
 		emails[i] = msg.Email(d.ids[i].String(), addr, d.received)
 	}
 	// Everything that costs CPU happens here, in the caller's goroutine,
@@ -148,7 +149,7 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 	return nil
 }
 
-// maxBatch bounds the deliveries of one transaction (storage.GroupCommit).
+// maxBatch bounds the deliveries of one transaction (commit.Group).
 const maxBatch = 256
 
 // commitBatch writes batch in one transaction and sets the err of each
@@ -166,7 +167,7 @@ func (db *DB) commitBatch(batch []*delivery) {
 			// written again and can be full. An inbox's email keys grow
 			// too, but 100 inboxes append in 100 places: measured, 0.75
 			// packed them as tightly as 1.0, with a fifth of the branch
-			// pages. Ids are of version 7 (storage.NewID), which grow
+			// pages. Ids are of version 7 (record.NewID), which grow
 			// too, but not strictly within a commit: deliveries queue in
 			// about the order their ids were made.
 			tx.Bucket(bucketContents).FillPercent = 1.0

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -52,7 +53,7 @@ func (db *DB) Raw(ctx context.Context, id string) ([]byte, error) {
 func (db *DB) Content(ctx context.Context, id string) (storage.Content, error) {
 	var out storage.Content
 	err := db.viewCold(ctx, id, func(c cold) error {
-		links, err := storage.DecodeStrings(c.links)
+		links, err := record.DecodeStrings(c.links)
 		out.Plain, out.Links = string(c.plain), links
 		return err
 	})

@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"burner/storage"
+	"burner/storage/internal/keyring"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,7 +25,7 @@ import (
 // uvarint-prefixed, in storage.CleanScope's form. A record without it was
 // made before scopes: its key reaches every inbox and may delete, as the
 // zero storage.Scope says. Only the hash of a secret is stored
-// (storage.HashSecret).
+// (keyring.Hash).
 
 // CreateKey makes a new API key called name with scope and returns it with
 // its secret, which is shown to the user once and never again. It returns
@@ -32,7 +34,7 @@ func (db *DB) CreateKey(ctx context.Context, name string, scope storage.Scope) (
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, "", err
 	}
-	k, secret, hash, err := storage.NewKey(name, scope, db.now())
+	k, secret, hash, err := keyring.New(name, scope, db.now())
 	if err != nil {
 		return storage.Key{}, "", err
 	}
@@ -151,7 +153,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if !storage.ValidSecret(secret) {
 		return storage.Key{}, storage.ErrNotFound
 	}
-	hash := storage.HashSecret(secret)
+	hash := keyring.Hash(secret)
 	var k storage.Key
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		id := tx.Bucket(bucketKeyHashes).Get(hash[:])
@@ -169,7 +171,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if err != nil {
 		return storage.Key{}, fmt.Errorf("authenticate: %w", err)
 	}
-	k.LastUsed = storage.Milli(db.now())
+	k.LastUsed = record.Milli(db.now())
 	db.usage.Note(k.ID, k.LastUsed)
 	return k, nil
 }
@@ -261,9 +263,9 @@ func decodeKey(id, v []byte) (storage.Key, []byte, error) {
 	}
 	k := storage.Key{ID: string(id), Name: string(v[w : w+int(n)])}
 	rest := v[w+int(n):]
-	k.Created = storage.FromMilli(int64(binary.BigEndian.Uint64(rest)))
+	k.Created = record.FromMilli(int64(binary.BigEndian.Uint64(rest)))
 	if last := int64(binary.BigEndian.Uint64(rest[8:])); last != 0 {
-		k.LastUsed = storage.FromMilli(last)
+		k.LastUsed = record.FromMilli(last)
 	}
 	hash := bytes.Clone(rest[16 : 16+sha256.Size])
 	scope, err := decodeScope(rest[16+sha256.Size:])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -21,16 +22,16 @@ import (
 // text, the links section and the search text to the end.
 func (c *content) decodeOld(rest []byte) error {
 	var ok bool
-	if c.body, rest, ok = storage.CutString(rest); !ok {
+	if c.body, rest, ok = record.CutString(rest); !ok {
 		return storage.ErrCorrupt
 	}
-	if c.headers, rest, ok = storage.CutHeaders(rest); !ok {
+	if c.headers, rest, ok = record.CutHeaders(rest); !ok {
 		return storage.ErrCorrupt
 	}
-	if c.plain, rest, ok = storage.CutString(rest); !ok {
+	if c.plain, rest, ok = record.CutString(rest); !ok {
 		return storage.ErrCorrupt
 	}
-	if c.links, rest, ok = storage.CutStrings(rest); !ok {
+	if c.links, rest, ok = record.CutStrings(rest); !ok {
 		return storage.ErrCorrupt
 	}
 	c.text = rest
@@ -44,7 +45,7 @@ func (c *content) decodeOld(rest []byte) error {
 // before flagOneBlock, rest after its flags, into buf, grown as needed,
 // and returns buf; decodeOldSection decodes the rest.
 func (c *content) decodeTwoBlocks(rest, buf []byte) (content, []byte, error) {
-	block, section, ok := storage.CutString(rest)
+	block, section, ok := record.CutString(rest)
 	if !ok {
 		return content{}, buf, storage.ErrCorrupt
 	}

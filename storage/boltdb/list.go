@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,7 +23,7 @@ func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m := storage.NewMatcher(q)
+	m := match.New(q)
 	var out []storage.Email
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		prefix := inboxPrefix(q.LocalPart)
@@ -73,7 +75,7 @@ func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error
 // not received strictly before t: the keys of the emails received before t
 // sort below it. Keys hold milliseconds, so it rounds t up to one.
 func beforeKey(prefix []byte, t time.Time) []byte {
-	ms := max(storage.CeilMilli(t), 0) // receivedAt is never before 1970
+	ms := max(record.CeilMilli(t), 0) // receivedAt is never before 1970
 	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(ms))
 }
 
@@ -88,7 +90,7 @@ type walk struct {
 	emails, contents *bolt.Cursor
 	prefix, after    []byte
 	since            time.Time
-	m                *storage.Matcher
+	m                *match.Matcher
 	k, v             []byte // the email at hand; k is nil past the last
 }
 

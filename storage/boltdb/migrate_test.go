@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/keyring"
+	"burner/storage/internal/record"
 	"burner/storage/storetest"
 
 	"github.com/google/uuid"
@@ -307,7 +309,7 @@ func TestVersionThreeFileUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A key as version 3 wrote it: the record ends with the hash.
-	k, secret, hash, err := storage.NewKey("old", storage.Scope{}, time.Now())
+	k, secret, hash, err := keyring.New("old", storage.Scope{}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +512,7 @@ func TestVersionFiveFileUpgrades(t *testing.T) {
 	ctx := context.Background()
 	path := makeFile(t)
 	received := time.Now().Add(-time.Minute).UTC().Truncate(time.Millisecond)
-	id := storage.NewID()
+	id := record.NewID()
 	writeOldOutbox(t, path, 5, map[uint64]storage.Message{1: {From: "s@x.test", Body: new("kept")}}, map[uint64]uint64{1: 1}, 1,
 		[]oldEvent{{hook: "h", id: id, received: received, next: received, to: "old@x.test", msg: 1}})
 	db, err := Open(path, Options{Hooks: []storage.Hook{{ID: "h"}}})
@@ -553,7 +555,7 @@ func TestVersionSixFileUpgrades(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	received := now.Add(-time.Hour)
 	next := now.Add(time.Hour)
-	ids := []uuid.UUID{storage.NewID(), storage.NewID(), storage.NewID(), storage.NewID()}
+	ids := []uuid.UUID{record.NewID(), record.NewID(), record.NewID(), record.NewID()}
 	writeOldOutbox(t, path, 6,
 		map[uint64]storage.Message{7: {From: "s@x.test", FromName: "S", Subject: new("shared"), Body: new("the body")}}, map[uint64]uint64{7: 2}, 9,
 		[]oldEvent{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -32,7 +33,7 @@ type outbox struct {
 	ops    map[string]outboxOp  // event identity -> outcome not yet written
 	gen    uint64               // numbers the ops, so that a flush removes only those it wrote
 	retry  int                  // how many of the ops are retries
-	added  storage.Notifier     // woken, per hook id, after a commit that adds events
+	added  commit.Notifier      // woken, per hook id, after a commit that adds events
 	full   chan struct{}        // wakes the flusher early; see outboxFlushOps
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -393,7 +394,7 @@ func TestOutboxFlushesEarly(t *testing.T) {
 		if len(db.outbox.full) != 0 {
 			t.Fatalf("the flusher was woken after %d outcomes, want %d", i, outboxFlushOps)
 		}
-		e := storage.Event{Hook: "h", Email: storage.Email{ID: storage.NewID().String(), ReceivedAt: time.Now()}}
+		e := storage.Event{Hook: "h", Email: storage.Email{ID: record.NewID().String(), ReceivedAt: time.Now()}}
 		if err := db.CompleteEvent(ctx, e); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/klauspost/compress/s2"
@@ -134,7 +135,7 @@ func encodeEvent(attempts int, next time.Time, mkey []byte, to string) []byte {
 	b = binary.AppendUvarint(b, uint64(attempts))
 	b = binary.BigEndian.AppendUint64(b, uint64(next.UnixMilli()))
 	b = append(b, mkey...)
-	return storage.AppendString(b, to)
+	return record.AppendString(b, to)
 }
 
 func encodeEventInline(attempts int, next time.Time, to string, msg []byte) []byte {
@@ -142,7 +143,7 @@ func encodeEventInline(attempts int, next time.Time, to string, msg []byte) []by
 	b = append(b, eventInline)
 	b = binary.AppendUvarint(b, uint64(attempts))
 	b = binary.BigEndian.AppendUint64(b, uint64(next.UnixMilli()))
-	b = storage.AppendString(b, to)
+	b = record.AppendString(b, to)
 	return append(b, msg...)
 }
 
@@ -171,7 +172,7 @@ func decodeEventRecord(v []byte) (eventRecord, error) {
 		}
 		rest := v[1+w:]
 		r := eventRecord{attempts: int(n), next: time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC()}
-		to, msg, ok := storage.CutString(rest[8:])
+		to, msg, ok := record.CutString(rest[8:])
 		if !ok {
 			return eventRecord{}, storage.ErrCorrupt
 		}
@@ -187,7 +188,7 @@ func decodeEventRecord(v []byte) (eventRecord, error) {
 	}
 	rest := v[1+w:]
 	r := eventRecord{attempts: int(n), next: time.UnixMilli(int64(binary.BigEndian.Uint64(rest))).UTC(), mkey: rest[8:16]}
-	to, _, ok := storage.CutString(rest[16:])
+	to, _, ok := record.CutString(rest[16:])
 	if !ok {
 		return eventRecord{}, storage.ErrCorrupt
 	}
@@ -271,7 +272,7 @@ func (o boxes) read(ident, v []byte) (storage.Event, error) {
 	var fields [4][]byte
 	for i := range fields {
 		var ok bool
-		if fields[i], rest, ok = storage.CutString(rest); !ok {
+		if fields[i], rest, ok = record.CutString(rest); !ok {
 			return storage.Event{}, storage.ErrCorrupt
 		}
 	}
@@ -335,7 +336,7 @@ func encodeEventMsg(msg *storage.Message) []byte {
 	b := make([]byte, 0, 1+len(msg.From)+len(msg.FromName)+len(subject)+len(body)+20)
 	b = append(b, flags)
 	for _, s := range []string{msg.From, msg.FromName, subject, body} {
-		b = storage.AppendString(b, s)
+		b = record.AppendString(b, s)
 	}
 	return s2.Encode(nil, b)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -18,7 +19,7 @@ import (
 // An index is computed by its reader (the server walks the MIME tree; this
 // package imports no MIME parser) the first time a message's files are
 // asked for, so that delivery pays nothing for it. The index is encoded as
-// every engine encodes it (storage.EncodeAttachments).
+// every engine encodes it (record.EncodeAttachments).
 
 // Attachments returns the stored attachment index of the message of email
 // id, and false when none is stored yet. It returns ErrNotFound when there
@@ -34,7 +35,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 			return nil
 		}
 		var err error
-		a, ok, err = storage.DecodeAttachments(v)
+		a, ok, err = record.DecodeAttachments(v)
 		return err
 	})
 	if err != nil {
@@ -49,7 +50,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 // read), and an error wrapping ErrFull when the file has no room for it, as
 // Deliver would: an index is a convenience, and mail comes first.
 func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachments) error {
-	v := storage.EncodeAttachments(a)
+	v := record.EncodeAttachments(a)
 	if err := db.checkRoom(len(v)); err != nil {
 		return fmt.Errorf("put attachments %s: %w", id, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"burner/storage"
+	"burner/storage/internal/match"
 )
 
 // parallel lists the walk's emails with workers goroutines that evaluate
@@ -24,7 +25,7 @@ func (w *walk) parallel(q storage.Query, workers int) ([]storage.Email, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ev := newEvaluator(storage.NewMatcher(q))
+			ev := newEvaluator(match.New(q))
 			ev.noBody = q.NoBody
 			defer ev.release()
 			for b := range jobs {
@@ -105,7 +106,7 @@ func (w *walk) parallel(q storage.Query, workers int) ([]storage.Email, error) {
 
 // evaluator decodes and matches candidates, in one goroutine at a time.
 type evaluator struct {
-	m      *storage.Matcher
+	m      *match.Matcher
 	buf    *[]byte // what content records are decoded into
 	noBody bool    // Query.NoBody: the body is neither decoded nor returned
 }
@@ -113,7 +114,7 @@ type evaluator struct {
 // decodeBuffers holds the buffers evaluators decode into.
 var decodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-func newEvaluator(m *storage.Matcher) *evaluator {
+func newEvaluator(m *match.Matcher) *evaluator {
 	return &evaluator{m: m, buf: decodeBuffers.Get().(*[]byte)}
 }
 

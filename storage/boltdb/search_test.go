@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"burner/storage"
+	"burner/storage/internal/match"
 	"burner/storage/storetest"
 
 	bolt "go.etcd.io/bbolt"
@@ -104,7 +105,7 @@ func TestSignatures(t *testing.T) {
 	if _, err := db.Deliver(context.Background(), msg, []string{"new@x.org", "old@x.org"}); err != nil {
 		t.Fatal(err)
 	}
-	want := storage.EmailSignature(storage.AppendSearchText(nil, body), &subject, msg.FromName, msg.From)
+	want := match.EmailSignature(match.AppendSearchText(nil, body), &subject, msg.FromName, msg.From)
 	if err := db.bolt.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEmails).ForEach(func(k, v []byte) error {
 			sig, err := recordSignature(v)

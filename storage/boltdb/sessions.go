@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -97,7 +98,7 @@ func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Ti
 		if expires <= now.UnixMilli() || tx.Bucket(bucketKeys).Get([]byte(keyID)) == nil {
 			return storage.ErrNotFound
 		}
-		s = storage.Session{KeyID: keyID, Expires: storage.FromMilli(expires)}
+		s = storage.Session{KeyID: keyID, Expires: record.FromMilli(expires)}
 		return nil
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -40,8 +41,8 @@ func TestSessionsSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if s, err := db.Session(ctx, h, now); err != nil || s.KeyID != k.ID || !s.Expires.Equal(storage.Milli(now.Add(time.Hour))) {
-		t.Errorf("Session after reopening = %+v, %v; want key %s until %v", s, err, k.ID, storage.Milli(now.Add(time.Hour)))
+	if s, err := db.Session(ctx, h, now); err != nil || s.KeyID != k.ID || !s.Expires.Equal(record.Milli(now.Add(time.Hour))) {
+		t.Errorf("Session after reopening = %+v, %v; want key %s until %v", s, err, k.ID, record.Milli(now.Add(time.Hour)))
 	}
 
 	var buf bytes.Buffer

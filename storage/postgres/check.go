@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -147,7 +148,7 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 		if !hasB {
 			r.Problemf("message %s: its body is missing", id)
 		} else {
-			if _, err := storage.DecodeStrings(links); err != nil {
+			if _, err := record.DecodeStrings(links); err != nil {
 				r.Problemf("message %s: the links do not decode", id)
 			}
 			var err error
@@ -155,7 +156,7 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 				r.Problemf("message %s: the raw source does not decompress: %v", id, err)
 			}
 			if att != nil {
-				if _, _, err := storage.DecodeAttachments(att); err != nil {
+				if _, _, err := record.DecodeAttachments(att); err != nil {
 					r.Problemf("message %s: the attachment index does not decode", id)
 				}
 			}

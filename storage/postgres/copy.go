@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -69,9 +70,9 @@ func (db *DB) exportKeys(ctx context.Context, tx pgx.Tx, fn func(storage.StoredK
 		if len(k.Scope.Inboxes) == 0 {
 			k.Scope.Inboxes = nil
 		}
-		k.Created = storage.FromMilli(created)
+		k.Created = record.FromMilli(created)
 		if last != 0 {
-			k.LastUsed = storage.FromMilli(last)
+			k.LastUsed = record.FromMilli(last)
 		}
 		db.keys.usage.Apply(k)
 		return sk, nil
@@ -144,14 +145,14 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 		if m.Message.Headers, err = decodeHeaders(headers); err != nil {
 			return fmt.Errorf("message %s: headers: %w", msgID, err)
 		}
-		if m.Message.Links, err = storage.DecodeStrings(links); err != nil {
+		if m.Message.Links, err = record.DecodeStrings(links); err != nil {
 			return fmt.Errorf("message %s: links: %w", msgID, err)
 		}
 		if m.Message.Raw, err = db.zdec.DecodeAll(raw, []byte{}); err != nil {
 			return fmt.Errorf("message %s: raw source: %w: %v", msgID, storage.ErrCorrupt, err)
 		}
 		if att != nil {
-			a, ok, err := storage.DecodeAttachments(att)
+			a, ok, err := record.DecodeAttachments(att)
 			if err != nil {
 				return fmt.Errorf("message %s: attachments: %w", msgID, err)
 			}
@@ -162,7 +163,7 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 		m.Emails = make([]storage.Email, len(ids))
 		for i, id := range ids {
 			m.Emails[i] = storage.Email{
-				ID: id.String(), To: string(tos[i]), ReceivedAt: storage.FromMilli(times[i]), Read: reads[i],
+				ID: id.String(), To: string(tos[i]), ReceivedAt: record.FromMilli(times[i]), Read: reads[i],
 				From: m.Message.From, FromName: m.Message.FromName, Subject: m.Message.Subject, Body: m.Message.Body,
 			}
 		}
@@ -185,10 +186,10 @@ func decodeHeaders(b []byte) ([]storage.Header, error) {
 	for range n {
 		var name, value []byte
 		var ok bool
-		if name, rest, ok = storage.CutString(rest); !ok {
+		if name, rest, ok = record.CutString(rest); !ok {
 			return nil, storage.ErrCorrupt
 		}
-		if value, rest, ok = storage.CutString(rest); !ok {
+		if value, rest, ok = record.CutString(rest); !ok {
 			return nil, storage.ErrCorrupt
 		}
 		hs = append(hs, storage.Header{Name: string(name), Value: string(value)})
@@ -223,9 +224,9 @@ func exportEvents(ctx context.Context, tx pgx.Tx, fn func(storage.Event) error) 
 		}
 		ev.Email = storage.Email{
 			ID: id.String(), To: string(to), From: string(from), FromName: string(fromName),
-			Subject: stringOf(subj), Body: stringOf(body), ReceivedAt: storage.FromMilli(received),
+			Subject: stringOf(subj), Body: stringOf(body), ReceivedAt: record.FromMilli(received),
 		}
-		ev.Next = storage.FromMilli(next)
+		ev.Next = record.FromMilli(next)
 		if err := fn(ev); err != nil {
 			return err
 		}
@@ -351,7 +352,7 @@ func (db *DB) Import(ctx context.Context, src storage.Exporter, progress func(st
 }
 
 func (b *importRows) addKey(sk storage.StoredKey) error {
-	sk, err := sk.Clean()
+	sk, err := record.CleanKey(sk)
 	if err != nil {
 		return err
 	}
@@ -363,7 +364,7 @@ func (b *importRows) addKey(sk storage.StoredKey) error {
 // addMessage encodes m, in the caller's goroutine, as Deliver does: the
 // message's id is that of its first email.
 func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
-	ids, err := m.Clean()
+	ids, err := record.CleanMessage(m)
 	if err != nil {
 		return err
 	}
@@ -378,7 +379,7 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 	b.msgs = append(b.msgs, row)
 	var att []byte
 	if m.Attachments != nil {
-		att = storage.EncodeAttachments(*m.Attachments)
+		att = record.EncodeAttachments(*m.Attachments)
 	}
 	b.attachments = append(b.attachments, att)
 	for i, e := range m.Emails {
@@ -401,7 +402,7 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 // the events of one email to several hooks share it, as the events of a
 // delivery do.
 func (b *importRows) addEvent(e storage.Event) error {
-	e, id, err := e.Clean()
+	e, id, err := record.CleanEvent(e)
 	if err != nil {
 		return err
 	}

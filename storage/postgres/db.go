@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
+	"burner/storage/internal/record"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,10 +85,10 @@ type DB struct {
 	readOnly    bool   // Options.ReadOnly
 	node        string // this DB's name in the payloads of its notifications
 
-	commits storage.GroupCommit[*delivery] // the batched commit of Deliver
-	writes  storage.WriteHealth            // whether Deliver's last commit failed (spec §5)
+	commits commit.Group[*delivery] // the batched commit of Deliver
+	writes  commit.Health           // whether Deliver's last commit failed (spec §5)
 
-	changes  storage.Notifier
+	changes  commit.Notifier
 	waitedMu sync.Mutex
 	waited   map[string]struct{} // inboxes that may have waiters: what wakeAll wakes
 
@@ -99,8 +101,8 @@ type DB struct {
 
 	keys keyCache
 
-	hooks  []storage.Hook   // Options.Hooks, their scopes cleaned
-	events storage.Notifier // woken, per hook id, after a commit that adds events
+	hooks  []storage.Hook  // Options.Hooks, their scopes cleaned
+	events commit.Notifier // woken, per hook id, after a commit that adds events
 
 	stop func() // ends the goroutines below, which wg waits for
 	wg   sync.WaitGroup
@@ -171,7 +173,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		maxPerInbox: opts.MaxPerInbox,
 		maxBytes:    opts.MaxBytes,
 		readOnly:    opts.ReadOnly,
-		node:        storage.NewID().String(),
+		node:        record.NewID().String(),
 		waited:      make(map[string]struct{}),
 		zenc:        zenc,
 		zdec:        zdec,

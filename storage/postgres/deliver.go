@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -33,7 +35,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		return nil, errors.New("deliver: no recipients")
 	}
 	d := &delivery{
-		received: storage.Milli(db.now()).UnixMilli(),
+		received: record.Milli(db.now()).UnixMilli(),
 		inboxes:  make([]string, len(to)),
 		times:    make([]int64, len(to)),
 		ids:      make([]uuid.UUID, len(to)),
@@ -45,7 +47,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 			return nil, fmt.Errorf("deliver to %q: invalid local part", addr)
 		}
 		d.inboxes[i] = storage.InboxName(local)
-		d.ids[i] = storage.NewID()
+		d.ids[i] = record.NewID()
 		d.to[i] = []byte(addr)
 	}
 	if err := db.checkRoom(ctx, len(msg.Raw), false); err != nil {
@@ -65,7 +67,7 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	db.writes.Observe(nil, db.now())
 	emails := make([]storage.Email, len(to))
 	for i, addr := range to {
-		emails[i] = msg.Email(d.ids[i].String(), addr, storage.FromMilli(d.times[i]))
+		emails[i] = msg.Email(d.ids[i].String(), addr, record.FromMilli(d.times[i]))
 		db.notify(d.inboxes[i])
 	}
 	db.notifyEvents(d.events)
@@ -86,9 +88,9 @@ const messageColumns = "id, from_addr, from_name, subject, body, fsubject, fsend
 func (db *DB) messageRow(id uuid.UUID, msg *storage.Message) messageRow {
 	var fsubject []byte
 	if msg.Subject != nil {
-		fsubject = storage.AppendFold(make([]byte, 0, len(*msg.Subject)), *msg.Subject)
+		fsubject = match.AppendFold(make([]byte, 0, len(*msg.Subject)), *msg.Subject)
 	}
-	search := storage.AppendSearchText(make([]byte, 0, len(msg.Text)), msg.Text)
+	search := match.AppendSearchText(make([]byte, 0, len(msg.Text)), msg.Text)
 	sig := signature(search, msg)
 	var text *string
 	if utf8.Valid(search) && bytes.IndexByte(search, 0) < 0 {
@@ -105,7 +107,7 @@ func (db *DB) messageRow(id uuid.UUID, msg *storage.Message) messageRow {
 		search,
 		encodeHeaders(msg.Headers),
 		[]byte(msg.Plain),
-		storage.AppendStrings(nil, msg.Links),
+		record.AppendStrings(nil, msg.Links),
 		db.zenc.EncodeAll(msg.Raw, make([]byte, 0, len(msg.Raw)/2+64)),
 	}}
 }
@@ -126,7 +128,7 @@ type delivery struct {
 }
 
 // maxBatch bounds the deliveries of one transaction
-// (storage.GroupCommit). PostgreSQL groups the WAL flushes of concurrent
+// (commit.Group). PostgreSQL groups the WAL flushes of concurrent
 // commits too, but a commit per message also costs a round trip per
 // statement and a NOTIFY each (issue 14).
 const maxBatch = 64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -38,7 +39,7 @@ func (db *DB) email(ctx context.Context, id string) (storage.Email, error) {
 		return storage.Email{}, notFound(err)
 	}
 	e.ID, e.To, e.From, e.FromName = uid.String(), string(to), string(from), string(fromName)
-	e.Subject, e.Body, e.ReceivedAt = stringPtr(subj), stringPtr(body), storage.FromMilli(at)
+	e.Subject, e.Body, e.ReceivedAt = stringPtr(subj), stringPtr(body), record.FromMilli(at)
 	return e, nil
 }
 
@@ -99,7 +100,7 @@ func (db *DB) Content(ctx context.Context, id string) (storage.Content, error) {
 		return storage.Content{}, fmt.Errorf("content %s: %w", id, db.fail(notFound(err)))
 	}
 	c := storage.Content{Plain: string(plain)}
-	if c.Links, err = storage.DecodeStrings(links); err != nil {
+	if c.Links, err = record.DecodeStrings(links); err != nil {
 		return storage.Content{}, fmt.Errorf("content %s: %w", id, err)
 	}
 	return c, nil
@@ -205,7 +206,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 	if b == nil {
 		return storage.Attachments{}, false, nil
 	}
-	a, ok, err := storage.DecodeAttachments(b)
+	a, ok, err := record.DecodeAttachments(b)
 	if err != nil {
 		return storage.Attachments{}, false, fmt.Errorf("attachments %s: %w", id, err)
 	}
@@ -217,7 +218,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 // email with id, and an error wrapping ErrFull past Options.MaxBytes.
 func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachments) error {
 	uid, err := parseID(ctx, id)
-	b := storage.EncodeAttachments(a)
+	b := record.EncodeAttachments(a)
 	if err == nil {
 		err = db.checkRoom(ctx, len(b), false)
 	}

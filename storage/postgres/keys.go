@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/keyring"
+	"burner/storage/internal/record"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,7 +21,7 @@ import (
 type keyCache struct {
 	mu      sync.Mutex
 	checked map[storage.KeyHash]cachedKey
-	usage   storage.KeyUsage
+	usage   keyring.Usage
 }
 
 type cachedKey struct {
@@ -45,9 +47,9 @@ func scanKey(row pgx.Row) (storage.Key, error) {
 	if len(k.Scope.Inboxes) == 0 {
 		k.Scope.Inboxes = nil
 	}
-	k.Created = storage.FromMilli(created)
+	k.Created = record.FromMilli(created)
 	if last != 0 {
-		k.LastUsed = storage.FromMilli(last)
+		k.LastUsed = record.FromMilli(last)
 	}
 	return k, nil
 }
@@ -59,7 +61,7 @@ func (db *DB) CreateKey(ctx context.Context, name string, scope storage.Scope) (
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, "", err
 	}
-	k, secret, hash, err := storage.NewKey(name, scope, db.now())
+	k, secret, hash, err := keyring.New(name, scope, db.now())
 	if err != nil {
 		return storage.Key{}, "", err
 	}
@@ -147,8 +149,8 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if !storage.ValidSecret(secret) {
 		return storage.Key{}, fmt.Errorf("authenticate: %w", storage.ErrNotFound)
 	}
-	hash := storage.HashSecret(secret)
-	now := storage.Milli(db.now())
+	hash := keyring.Hash(secret)
+	now := record.Milli(db.now())
 	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash[:]))
 	err = db.fail(notFound(err))
 	db.keys.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -18,7 +20,7 @@ import (
 // (receivedAt descending, then reverse arrival order), as storage.Engine's
 // List. SQL narrows the rows with strpos-like tests on the text folded by
 // storage's code (position on bytea, never ILIKE or a collation); the
-// storage.Matcher decides. With q.AfterID or q.BeforeID it returns
+// match.Matcher decides. With q.AfterID or q.BeforeID it returns
 // ErrNotFound when that email does not exist or is in another inbox.
 func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error) {
 	if err := ctx.Err(); err != nil {
@@ -36,7 +38,7 @@ func (db *DB) List(ctx context.Context, q storage.Query) ([]storage.Email, error
 const listPage = 1000
 
 func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error) {
-	m := storage.NewMatcher(q)
+	m := match.New(q)
 	inbox := storage.InboxName(q.LocalPart)
 	var (
 		sql  strings.Builder
@@ -59,10 +61,10 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	sql.WriteString(` FROM emails e JOIN messages m ON m.id = e.message WHERE e.inbox = $1`)
 	if !q.Since.IsZero() {
 		// Strictly after Since: receivedAt holds whole milliseconds.
-		fmt.Fprintf(&sql, ` AND e.received_at > %s`, arg(storage.FloorMilli(q.Since)))
+		fmt.Fprintf(&sql, ` AND e.received_at > %s`, arg(record.FloorMilli(q.Since)))
 	}
 	if !q.Before.IsZero() {
-		fmt.Fprintf(&sql, ` AND e.received_at < %s`, arg(storage.CeilMilli(q.Before)))
+		fmt.Fprintf(&sql, ` AND e.received_at < %s`, arg(record.CeilMilli(q.Before)))
 	}
 	for _, c := range []struct {
 		id string
@@ -93,10 +95,10 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		sql.WriteString(` AND ` + sig)
 	}
 	if q.Subject != "" {
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(storage.Fold(q.Subject))))
+		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(match.Fold(q.Subject))))
 	}
 	if q.Body != "" {
-		folded := storage.Fold(q.Body)
+		folded := match.Fold(q.Body)
 		if has, ok := searchHas(folded, arg); ok {
 			sql.WriteString(` AND ` + has)
 		}
@@ -105,7 +107,7 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		if t == "" {
 			continue
 		}
-		folded := storage.Fold(t)
+		folded := match.Fold(t)
 		if has, ok := searchHas(folded, arg); ok {
 			fmt.Fprintf(&sql, ` AND (%[1]s OR position(%[2]s::bytea in coalesce(m.fsubject, '')) > 0 OR position(%[2]s::bytea in m.fsender) > 0)`, has, arg([]byte(folded)))
 		}
@@ -113,8 +115,8 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 	if q.Header != nil {
 		// The name as encoded, with its length before it: a field of
 		// that name, or by chance a value that holds the same bytes.
-		name := storage.AppendString(nil, strings.ToLower(q.Header.Name))
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.headers) > 0 AND position(%s::bytea in m.headers) > 0`, arg(name), arg([]byte(storage.Fold(q.Header.Value))))
+		name := record.AppendString(nil, strings.ToLower(q.Header.Name))
+		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.headers) > 0 AND position(%s::bytea in m.headers) > 0`, arg(name), arg([]byte(match.Fold(q.Header.Value))))
 	}
 	base := sql.String()
 	extra := 0 // columns read raw
@@ -200,7 +202,7 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 				continue
 			}
 			e.ID, e.To, e.From, e.FromName = id.String(), string(to), string(from), string(fromName)
-			e.Subject, e.ReceivedAt = stringPtr(subj), storage.FromMilli(at)
+			e.Subject, e.ReceivedAt = stringPtr(subj), record.FromMilli(at)
 			if !q.NoBody {
 				e.Body = stringPtr(body)
 			}

@@ -44,12 +44,12 @@ import (
 //	          body) whose last email is gone is deleted in the same
 //	          transaction, or, when two transactions each deleted one of its
 //	          emails, by Sweep. Since version 4 also the signature of its
-//	          message (sig: storage.EmailSignature, signature.go), so that
+//	          message (sig: match.EmailSignature, signature.go), so that
 //	          a body filter or a search rules most emails out on these
 //	          narrow rows, before it looks up their messages. NULL (the
 //	          rows of older versions, or a text too short or too varied)
 //	          rules nothing out.
-//	keys:     API keys: only the SHA-256 of a secret (storage.HashSecret).
+//	keys:     API keys: only the SHA-256 of a secret (keyring.Hash).
 //	events:   the webhook outbox (spec §9, outbox.go): one row per email
 //	          and hook, written in the delivery's transaction, with its
 //	          attempts, when it is due and the lease of the node sending it.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -51,7 +52,7 @@ func (db *DB) Session(ctx context.Context, hash storage.SessionHash, now time.Ti
 	if err != nil {
 		return storage.Session{}, fmt.Errorf("session: %w", db.fail(notFound(err)))
 	}
-	s.Expires = storage.FromMilli(expires)
+	s.Expires = record.FromMilli(expires)
 	return s, nil
 }
 

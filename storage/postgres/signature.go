@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"burner/storage"
+	"burner/storage/internal/match"
 )
 
 // maxStoredSignature bounds the bytes of a signature in emails: a row
@@ -22,10 +23,10 @@ const maxStoredSignature = 2048
 const maxSignatureTests = 16
 
 // signature returns what emails store of the signature of msg, whose
-// search text is search (storage.EmailSignature): nil (NULL) when there
+// search text is search (match.EmailSignature): nil (NULL) when there
 // is none.
 func signature(search []byte, msg *storage.Message) []byte {
-	sig := storage.EmailSignature(search, msg.Subject, msg.FromName, msg.From)
+	sig := match.EmailSignature(search, msg.Subject, msg.FromName, msg.From)
 	for len(sig) > maxStoredSignature {
 		half := make([]byte, len(sig)/2) // even: a signature has a multiple of 64 bits
 		for i := range 4 * len(sig) {
@@ -49,7 +50,7 @@ func signature(search []byte, msg *storage.Message) []byte {
 // hold.) The longest needles go first, the least likely to be in an
 // email; each gives at most maxSignatureTests hashes, spread over it
 // (neighbouring trigrams overlap, and one bit missing is enough).
-func signatureTest(m *storage.Matcher, arg func(any) string) string {
+func signatureTest(m *match.Matcher, arg func(any) string) string {
 	needles := m.NeedleGrams()
 	if len(needles) == 0 {
 		return ""
@@ -79,7 +80,7 @@ func signatureTest(m *storage.Matcher, arg func(any) string) string {
 // signatureHas returns the SQL test of whether the signature in column
 // col may be of an email that holds a needle whose hashes are the
 // parameters hashes (signatureTest): the bit of each, h*n>>32 of n bits
-// (storage.SignatureHas), is set; get_bit numbers bits as signatures
+// (match.SignatureHas), is set; get_bit numbers bits as signatures
 // do. A NULL or empty signature rules nothing out.
 func signatureHas(col string, hashes []string) string {
 	var b strings.Builder

@@ -11,6 +11,7 @@ import (
 
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/storage/internal/match"
 	"burner/storage/postgres"
 
 	"github.com/jackc/pgx/v5"
@@ -38,10 +39,10 @@ func wordy(seed uint64, n, vocab int) string {
 	return b.String()
 }
 
-// emailSig returns the signature of m, as storage.EmailSignature makes
+// emailSig returns the signature of m, as match.EmailSignature makes
 // it, nil when there is none.
 func emailSig(m storage.Message) []byte {
-	sig := storage.EmailSignature(storage.AppendSearchText(nil, m.Text), m.Subject, m.FromName, m.From)
+	sig := match.EmailSignature(match.AppendSearchText(nil, m.Text), m.Subject, m.FromName, m.From)
 	if len(sig) == 0 {
 		return nil
 	}
@@ -59,7 +60,7 @@ func connect(t *testing.T, dbURL string) *pgx.Conn {
 }
 
 // TestSignatureBitsAsGetBit: PostgreSQL's get_bit, as list.go's SQL calls
-// it, reads the bit of a hash that storage.SignatureHas reads, in real
+// it, reads the bit of a hash that match.SignatureHas reads, in real
 // signatures of every size, for the hashes of needles and for random
 // ones.
 func TestSignatureBitsAsGetBit(t *testing.T) {
@@ -74,7 +75,7 @@ func TestSignatureBitsAsGetBit(t *testing.T) {
 			t.Fatalf("a text of %d words has no signature", words)
 		}
 		sizes = append(sizes, len(sig))
-		hs := storage.GramHashes([]byte(text[:min(len(text), 40)]))
+		hs := match.GramHashes([]byte(text[:min(len(text), 40)]))
 		for range 2000 {
 			hs = append(hs, r.Uint32())
 		}
@@ -86,7 +87,7 @@ func TestSignatureBitsAsGetBit(t *testing.T) {
 		}
 		set := 0
 		for i, h := range hs {
-			want := storage.SignatureHas(sig, []uint32{h})
+			want := match.SignatureHas(sig, []uint32{h})
 			if (bits[i] == 1) != want {
 				t.Fatalf("signature of %d bytes, hash %d: get_bit = %d, SignatureHas = %v", len(sig), h, bits[i], want)
 			}
@@ -110,7 +111,7 @@ func int64s(hs []uint32) []int64 {
 }
 
 // TestSignatureStored: a delivery and an import store in each email the
-// signature of its message (storage.EmailSignature), none when it has
+// signature of its message (match.EmailSignature), none when it has
 // too few bytes.
 func TestSignatureStored(t *testing.T) {
 	ctx := context.Background()

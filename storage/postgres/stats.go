@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 )
 
 // Stats counts what the database holds. FileBytes is the database's size
@@ -27,7 +28,7 @@ func (db *DB) Stats(ctx context.Context) (storage.Stats, error) {
 		return storage.Stats{}, fmt.Errorf("stats: %w", db.fail(err))
 	}
 	if oldest != nil {
-		st.Oldest = storage.FromMilli(*oldest)
+		st.Oldest = record.FromMilli(*oldest)
 	}
 	return st, nil
 }
@@ -51,7 +52,7 @@ func (db *DB) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 		if err := rows.Scan(&in.Name, &in.Emails, &newest); err != nil {
 			return nil, fmt.Errorf("inboxes: %w", err)
 		}
-		in.Newest = storage.FromMilli(newest)
+		in.Newest = record.FromMilli(newest)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
@@ -96,7 +97,7 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 	}()
 	total := 0
 	if db.maxAge > 0 {
-		cutoff := storage.CeilMilli(db.now().Add(-db.maxAge)) // received_at < cutoff, to the nanosecond
+		cutoff := record.CeilMilli(db.now().Add(-db.maxAge)) // received_at < cutoff, to the nanosecond
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 )
 
 // CopyConfig returns the Config of a store for FillCopySource: the hooks
@@ -81,7 +83,7 @@ func FillCopySource(t testing.TB, db storage.Engine, cfg Config) string {
 		t.Fatalf("ClaimEvents(ci) = %d events, %v; want 1", len(evs), err)
 	}
 	evs[0].Attempts = 2
-	if err := db.RetryEvent(ctx, evs[0], storage.Milli(cfg.Now().Add(time.Hour))); err != nil {
+	if err := db.RetryEvent(ctx, evs[0], record.Milli(cfg.Now().Add(time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	return secret
@@ -299,11 +301,11 @@ func SameStores(t testing.TB, a, b storage.Engine) {
 		{LocalPart: "ALICE", Limit: 2},
 		{LocalPart: "ci-build-7"},
 		{LocalPart: "bob"},
-		{LocalPart: "alice", Subject: storage.Fold("strasse")},
-		{LocalPart: "alice", Body: storage.Fold("STRASSE")},
+		{LocalPart: "alice", Subject: match.Fold("strasse")},
+		{LocalPart: "alice", Body: match.Fold("STRASSE")},
 		{LocalPart: "alice", Body: "\x00ary"},
-		{LocalPart: "alice", Terms: []string{storage.Fold("σας")}},
-		{LocalPart: "alice", Header: &storage.Header{Name: "x-campaign", Value: storage.Fold("σale")}},
+		{LocalPart: "alice", Terms: []string{match.Fold("σας")}},
+		{LocalPart: "alice", Header: &storage.Header{Name: "x-campaign", Value: match.Fold("σale")}},
 	} {
 		same("List "+queryString(q), func(db storage.Engine) (any, error) { return db.List(ctx, q) })
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/record"
 )
 
 // testSessions: UI sessions kept by the store, ending at expiry, at
@@ -33,10 +34,10 @@ func testSessions(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	s, err := db.Session(ctx, h, now)
-	if err != nil || s.KeyID != k.ID || !s.Expires.Equal(storage.Milli(end)) {
-		t.Fatalf("Session = %+v, %v; want key %s until %v", s, err, k.ID, storage.Milli(end))
+	if err != nil || s.KeyID != k.ID || !s.Expires.Equal(record.Milli(end)) {
+		t.Fatalf("Session = %+v, %v; want key %s until %v", s, err, k.ID, record.Milli(end))
 	}
-	if _, err := db.Session(ctx, h, storage.Milli(end)); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := db.Session(ctx, h, record.Milli(end)); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Session at its end: %v, want ErrNotFound", err)
 	}
 	// A later touch wins over an earlier one, in either order.

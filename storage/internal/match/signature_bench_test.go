@@ -1,10 +1,10 @@
-package storage_test
+package match_test
 
 import (
 	"testing"
 
 	"burner/internal/benchdata"
-	"burner/storage"
+	"burner/storage/internal/match"
 )
 
 // BenchmarkEmailSignature measures what a signature adds to a delivery:
@@ -15,13 +15,13 @@ func BenchmarkEmailSignature(b *testing.B) {
 	texts := make([][]byte, len(msgs))
 	size := 0
 	for i, m := range msgs {
-		texts[i] = storage.AppendSearchText(nil, m.Text)
-		size += len(storage.EmailSignature(texts[i], m.Subject, m.FromName, m.From))
+		texts[i] = match.AppendSearchText(nil, m.Text)
+		size += len(match.EmailSignature(texts[i], m.Subject, m.FromName, m.From))
 	}
 	i := 0
 	for b.Loop() {
 		m := msgs[i%len(msgs)]
-		storage.EmailSignature(texts[i%len(msgs)], m.Subject, m.FromName, m.From)
+		match.EmailSignature(texts[i%len(msgs)], m.Subject, m.FromName, m.From)
 		i++
 	}
 	b.ReportMetric(float64(size)/float64(len(msgs)), "sig-bytes")

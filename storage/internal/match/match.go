@@ -1,14 +1,22 @@
-package storage
+// Package match decides which emails the filters of a storage.Query take:
+// Unicode case folding, the search text an engine stores, the trigram
+// signatures that let an engine rule emails out unread, and the Matcher
+// that decides. Every engine lets it decide, so that two engines answer
+// byte for byte alike; an engine may prefilter (an index, SQL) as long as
+// it never drops an email the Matcher takes.
+package match
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
+
+	"burner/storage"
+	"burner/storage/internal/record"
 )
 
-// Matcher decides whether an email matches the filters of a Query:
-// subject, body, search terms and header (spec §4, §5). Every engine lets
-// it decide, so that they agree byte for byte; an engine may prefilter
-// (an index, SQL) as long as it never drops an email the Matcher takes.
+// Matcher decides whether an email matches the filters of a
+// storage.Query: subject, body, search terms and header (spec §4, §5).
 //
 // It holds the filters, folded once, and the buffers it folds an email's
 // fields into, so it is used by one goroutine at a time: a parallel scan
@@ -16,7 +24,7 @@ import (
 type Matcher struct {
 	subject, body []byte
 	terms         [][]byte
-	header        *Header // name lower-cased, value folded
+	header        *storage.Header // name lower-cased, value folded
 
 	subjectGrams, bodyGrams []uint32   // GramHashes of subject and body
 	termGrams               [][]uint32 // GramHashes of each term
@@ -25,8 +33,8 @@ type Matcher struct {
 	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
 }
 
-// NewMatcher returns the Matcher of q's filters.
-func NewMatcher(q Query) *Matcher {
+// New returns the Matcher of q's filters.
+func New(q storage.Query) *Matcher {
 	m := &Matcher{}
 	if q.Subject != "" {
 		m.subject = []byte(Fold(q.Subject))
@@ -43,7 +51,7 @@ func NewMatcher(q Query) *Matcher {
 		}
 	}
 	if q.Header != nil {
-		m.header = &Header{Name: strings.ToLower(q.Header.Name), Value: Fold(q.Header.Value)}
+		m.header = &storage.Header{Name: strings.ToLower(q.Header.Name), Value: Fold(q.Header.Value)}
 	}
 	return m
 }
@@ -174,4 +182,30 @@ func (m *Matcher) MatchHeader(name, value []byte) bool {
 	}
 	m.hvalueBuf = AppendFold(m.hvalueBuf[:0], value)
 	return bytes.Contains(m.hvalueBuf, []byte(m.header.Value))
+}
+
+// MatchHeaders reports whether a field of an encoded header section
+// matches m's header filter (MatchHeader), or an error wrapping
+// storage.ErrCorrupt when the section is damaged (record.AppendHeaders
+// writes it).
+func (m *Matcher) MatchHeaders(section []byte) (bool, error) {
+	n, w := binary.Uvarint(section)
+	if w <= 0 {
+		return false, storage.ErrCorrupt
+	}
+	rest := section[w:]
+	for range n {
+		var name, value []byte
+		var ok bool
+		if name, rest, ok = record.CutString(rest); !ok {
+			return false, storage.ErrCorrupt
+		}
+		if value, rest, ok = record.CutString(rest); !ok {
+			return false, storage.ErrCorrupt
+		}
+		if m.MatchHeader(name, value) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -1,6 +1,10 @@
-package storage
+package commit
 
-import "sync"
+import (
+	"sync"
+
+	"burner/storage"
+)
 
 // Notifier wakes the waiters of an inbox (a `wait` long poll, an event
 // stream) when an email arrives in it. The zero value is ready to use; it
@@ -14,7 +18,7 @@ type Notifier struct {
 // inbox of localPart after the call. All the waiters of an inbox share one
 // channel, so a thousand of them cost one.
 func (n *Notifier) Changed(localPart string) <-chan struct{} {
-	inbox := InboxName(localPart)
+	inbox := storage.InboxName(localPart)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ch, ok := n.waiting[inbox]
@@ -28,7 +32,7 @@ func (n *Notifier) Changed(localPart string) <-chan struct{} {
 	return ch
 }
 
-// Notify wakes the waiters of the inbox named inbox (InboxName). The next
+// Notify wakes the waiters of the inbox named inbox (storage.InboxName). The next
 // Changed makes a new channel, so an inbox nobody waits on holds no memory.
 func (n *Notifier) Notify(inbox string) {
 	n.mu.Lock()

@@ -1,4 +1,4 @@
-package storage
+package commit
 
 import (
 	"runtime"
@@ -11,8 +11,8 @@ import (
 // TestGroupCommit: items that queue while a commit runs share the next
 // commits, at most Max to each, each item in exactly one, and every Do
 // returns only once its item was committed.
-func TestGroupCommit(t *testing.T) {
-	g := &GroupCommit[int]{Max: 4}
+func TestGroup(t *testing.T) {
+	g := &Group[int]{Max: 4}
 	var (
 		mu        sync.Mutex
 		batches   [][]int

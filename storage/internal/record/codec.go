@@ -1,9 +1,15 @@
-package storage
+// Package record encodes what every engine stores alike, so that both
+// read what `burner copy` moves between them as it is and the shared
+// Matcher reads either's: uvarint-prefixed strings, header sections and
+// string lists, the attachment index, times as unix milliseconds and the
+// ids of new emails; and it checks what an import brings (clean.go).
+package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"time"
+
+	"burner/storage"
 )
 
 // The pieces of a record that every engine encodes alike: strings
@@ -18,11 +24,6 @@ import (
 //
 // so that `burner copy` and the shared Matcher read either engine's the
 // same way.
-
-// ErrCorrupt means a stored record is damaged: it does not decode as what
-// the store wrote. It is a fault of the store (its disk or its database),
-// never of the request.
-var ErrCorrupt = errors.New("storage: corrupt record")
 
 // AppendString appends s, uvarint-prefixed, to b.
 func AppendString[S ~string | ~[]byte](b []byte, s S) []byte {
@@ -45,7 +46,7 @@ func CutString(b []byte) (s, rest []byte, ok bool) {
 
 // AppendHeaders appends the header section of hs to b, names and values
 // as given.
-func AppendHeaders(b []byte, hs []Header) []byte {
+func AppendHeaders(b []byte, hs []storage.Header) []byte {
 	b = binary.AppendUvarint(b, uint64(len(hs)))
 	for _, h := range hs {
 		b = AppendString(b, h.Name)
@@ -58,31 +59,6 @@ func AppendHeaders(b []byte, hs []Header) []byte {
 // follows it; ok is false when b does not start with one.
 func CutHeaders(b []byte) (section, rest []byte, ok bool) {
 	return cutList(b, 2)
-}
-
-// MatchHeaders reports whether a field of an encoded header section
-// matches m's header filter (MatchHeader), or an error wrapping
-// ErrCorrupt when the section is damaged.
-func (m *Matcher) MatchHeaders(section []byte) (bool, error) {
-	n, w := binary.Uvarint(section)
-	if w <= 0 {
-		return false, ErrCorrupt
-	}
-	rest := section[w:]
-	for range n {
-		var name, value []byte
-		var ok bool
-		if name, rest, ok = CutString(rest); !ok {
-			return false, ErrCorrupt
-		}
-		if value, rest, ok = CutString(rest); !ok {
-			return false, ErrCorrupt
-		}
-		if m.MatchHeader(name, value) {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // AppendStrings appends the string list of ss to b.
@@ -101,13 +77,13 @@ func CutStrings(b []byte) (list, rest []byte, ok bool) {
 }
 
 // DecodeStrings decodes a string list that is the whole of b, or returns
-// an error wrapping ErrCorrupt.
+// an error wrapping storage.ErrCorrupt.
 func DecodeStrings(b []byte) ([]string, error) {
 	n, w := binary.Uvarint(b)
 	// Each string takes a byte at least: a count beyond that is damage,
 	// not a reason to allocate.
 	if w <= 0 || n > uint64(len(b)-w) {
-		return nil, ErrCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	rest := b[w:]
 	var out []string // nil for none, as a Message without links has
@@ -118,12 +94,12 @@ func DecodeStrings(b []byte) ([]string, error) {
 		var s []byte
 		var ok bool
 		if s, rest, ok = CutString(rest); !ok {
-			return nil, ErrCorrupt
+			return nil, storage.ErrCorrupt
 		}
 		out = append(out, string(s))
 	}
 	if len(rest) != 0 {
-		return nil, ErrCorrupt
+		return nil, storage.ErrCorrupt
 	}
 	return out, nil
 }

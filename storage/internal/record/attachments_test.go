@@ -1,13 +1,15 @@
-package storage
+package record
 
 import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"burner/storage"
 )
 
 func TestAttachmentsEncoding(t *testing.T) {
-	full := EncodeAttachments(Attachments{Files: []Attachment{{Filename: "a", ContentType: "b", ContentID: "c", Size: 1 << 40}}, More: 1})
+	full := EncodeAttachments(storage.Attachments{Files: []storage.Attachment{{Filename: "a", ContentType: "b", ContentID: "c", Size: 1 << 40}}, More: 1})
 	// Every cut of a sound record is damage, never a panic or a short index.
 	for n := range len(full) {
 		if _, ok, err := DecodeAttachments(full[:n]); ok || !errors.Is(err, ErrCorruptIndex) {
@@ -26,7 +28,7 @@ func TestAttachmentsEncoding(t *testing.T) {
 	if a, ok, err := DecodeAttachments(other); ok || err != nil {
 		t.Errorf("decodeParts of version %d = %+v, %v, %v; want no index and no error", attachmentsVersion+1, a, ok, err)
 	}
-	if got := fmt.Sprintf("%x", EncodeAttachments(Attachments{Partial: true, Rules: 2, More: 300})); got != "010102ac0200" {
+	if got := fmt.Sprintf("%x", EncodeAttachments(storage.Attachments{Partial: true, Rules: 2, More: 300})); got != "010102ac0200" {
 		t.Errorf("encodeParts = %s, want 010102ac0200 (the documented layout)", got)
 	}
 }

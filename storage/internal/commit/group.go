@@ -1,8 +1,11 @@
-package storage
+// Package commit is what both engines keep around their commits:
+// deliveries that share one (Group), the waiters woken after one
+// (Notifier), and whether the last one failed (Health).
+package commit
 
 import "sync"
 
-// GroupCommit lets concurrent writers share commits, as both engines'
+// Group lets concurrent writers share commits, as both engines'
 // Deliver do (spec §2: the 250 only after a durable commit, and one commit
 // per message would cap ingest at the disk's or the database's commit
 // rate). A writer that finds no commit running leads one: it commits every
@@ -12,7 +15,7 @@ import "sync"
 // which waits up to 10 ms): alone, an item commits at once; under load, a
 // commit takes all that queued while the last one ran. The zero value is
 // ready to use.
-type GroupCommit[T comparable] struct {
+type Group[T comparable] struct {
 	Max int // items in one commit; 0 means no bound
 
 	mu      sync.Mutex
@@ -31,7 +34,7 @@ type queued[T comparable] struct {
 // goroutine (which calls commit with the batch) or by another. commit
 // reports each item's outcome in the item itself; it runs in one goroutine
 // at a time.
-func (g *GroupCommit[T]) Do(item T, commit func(batch []T)) {
+func (g *Group[T]) Do(item T, commit func(batch []T)) {
 	q := queued[T]{item: item, turn: make(chan bool, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, q)

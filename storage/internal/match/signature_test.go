@@ -1,10 +1,12 @@
-package storage
+package match
 
 import (
 	"bytes"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"burner/storage"
 )
 
 // TestSignatureNeverRulesOutASubstring checks the one promise a signature
@@ -146,22 +148,22 @@ func TestMayMatch(t *testing.T) {
 	subject := "Welcome aboard"
 	sig := EmailSignature(text, &subject, "Acme", "noreply@acme.test")
 	for _, tc := range []struct {
-		q    Query
+		q    storage.Query
 		want bool
 	}{
-		{Query{Body: "verification CODE"}, true},
-		{Query{Body: "no such text"}, false},
-		{Query{Body: "ab"}, true},
-		{Query{Terms: []string{"424242", "WELCOME"}}, true}, // the second in the subject
-		{Query{Terms: []string{"acme"}}, true},              // in the sender
-		{Query{Terms: []string{"424242", "missing"}}, false},
-		{Query{Terms: []string{"xy"}}, true},
-		{Query{Subject: "WELCOME"}, true},
-		{Query{Subject: "no such subject"}, false},
-		{Query{Subject: "424242"}, true},                               // in the text: the signature cannot tell where; MatchSubject decides
-		{Query{Header: &Header{Name: "X-Any", Value: "absent"}}, true}, // not the signature's to decide
+		{storage.Query{Body: "verification CODE"}, true},
+		{storage.Query{Body: "no such text"}, false},
+		{storage.Query{Body: "ab"}, true},
+		{storage.Query{Terms: []string{"424242", "WELCOME"}}, true}, // the second in the subject
+		{storage.Query{Terms: []string{"acme"}}, true},              // in the sender
+		{storage.Query{Terms: []string{"424242", "missing"}}, false},
+		{storage.Query{Terms: []string{"xy"}}, true},
+		{storage.Query{Subject: "WELCOME"}, true},
+		{storage.Query{Subject: "no such subject"}, false},
+		{storage.Query{Subject: "424242"}, true},                                       // in the text: the signature cannot tell where; MatchSubject decides
+		{storage.Query{Header: &storage.Header{Name: "X-Any", Value: "absent"}}, true}, // not the signature's to decide
 	} {
-		m := NewMatcher(tc.q)
+		m := New(tc.q)
 		if got := m.MayMatch(sig); got != tc.want {
 			t.Errorf("%+v: MayMatch = %v, want %v", tc.q, got, tc.want)
 		}

@@ -1,4 +1,4 @@
-package storage
+package match
 
 import (
 	"encoding/binary"

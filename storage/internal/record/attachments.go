@@ -1,8 +1,10 @@
-package storage
+package record
 
 import (
 	"encoding/binary"
 	"fmt"
+
+	"burner/storage"
 )
 
 // An attachment index is encoded once for every engine, so that both read
@@ -19,11 +21,11 @@ const (
 )
 
 // ErrCorruptIndex means an encoded attachment index is damaged. It wraps
-// ErrCorrupt, as the damage of any record does.
-var ErrCorruptIndex = fmt.Errorf("%w: attachment index", ErrCorrupt)
+// storage.ErrCorrupt, as the damage of any record does.
+var ErrCorruptIndex = fmt.Errorf("%w: attachment index", storage.ErrCorrupt)
 
 // EncodeAttachments encodes an attachment index for an engine to store.
-func EncodeAttachments(a Attachments) []byte {
+func EncodeAttachments(a storage.Attachments) []byte {
 	var flags byte
 	if a.Partial {
 		flags |= attachmentsPartial
@@ -44,12 +46,12 @@ func EncodeAttachments(a Attachments) []byte {
 // DecodeAttachments decodes an index that EncodeAttachments made; ok is
 // false for a version it does not know (its reader computes the index
 // again), and the error ErrCorruptIndex for a damaged record.
-func DecodeAttachments(v []byte) (a Attachments, ok bool, err error) {
+func DecodeAttachments(v []byte) (a storage.Attachments, ok bool, err error) {
 	if len(v) < 2 {
-		return Attachments{}, false, ErrCorruptIndex
+		return storage.Attachments{}, false, ErrCorruptIndex
 	}
 	if v[0] != attachmentsVersion {
-		return Attachments{}, false, nil
+		return storage.Attachments{}, false, nil
 	}
 	a.Partial = v[1]&attachmentsPartial != 0
 	b := v[2:]
@@ -57,7 +59,7 @@ func DecodeAttachments(v []byte) (a Attachments, ok bool, err error) {
 	for i := range nums {
 		n, w := binary.Uvarint(b)
 		if w <= 0 {
-			return Attachments{}, false, ErrCorruptIndex
+			return storage.Attachments{}, false, ErrCorruptIndex
 		}
 		nums[i], b = n, b[w:]
 	}
@@ -65,29 +67,29 @@ func DecodeAttachments(v []byte) (a Attachments, ok bool, err error) {
 	// Each file takes at least four bytes: a count beyond that is damage,
 	// not a reason to allocate.
 	if rules > 1<<31 || more > 1<<31 || files > uint64(len(b))/4 {
-		return Attachments{}, false, ErrCorruptIndex
+		return storage.Attachments{}, false, ErrCorruptIndex
 	}
 	a.Rules, a.More = int(rules), int(more)
 	if files > 0 {
-		a.Files = make([]Attachment, files)
+		a.Files = make([]storage.Attachment, files)
 	}
 	for i := range a.Files {
 		var s [3][]byte
 		for j := range s {
 			var ok bool
 			if s[j], b, ok = CutString(b); !ok {
-				return Attachments{}, false, ErrCorruptIndex
+				return storage.Attachments{}, false, ErrCorruptIndex
 			}
 		}
 		size, w := binary.Uvarint(b)
 		if w <= 0 || size > 1<<62 {
-			return Attachments{}, false, ErrCorruptIndex
+			return storage.Attachments{}, false, ErrCorruptIndex
 		}
 		b = b[w:]
-		a.Files[i] = Attachment{Filename: string(s[0]), ContentType: string(s[1]), ContentID: string(s[2]), Size: int64(size)}
+		a.Files[i] = storage.Attachment{Filename: string(s[0]), ContentType: string(s[1]), ContentID: string(s[2]), Size: int64(size)}
 	}
 	if len(b) != 0 {
-		return Attachments{}, false, ErrCorruptIndex
+		return storage.Attachments{}, false, ErrCorruptIndex
 	}
 	return a, true, nil
 }

@@ -1,0 +1,32 @@
+package commit
+
+import (
+	"testing"
+
+	"burner/storage"
+)
+
+func TestNotifierForgetsWokenInboxes(t *testing.T) {
+	var n Notifier
+	a, b := n.Changed("Alice"), n.Changed("bob")
+	if n.Changed("alice") != a {
+		t.Error("Changed(Alice) and Changed(alice) differ")
+	}
+	n.Notify(storage.InboxName("ALICE"))
+	select {
+	case <-a:
+	default:
+		t.Error("Notify(alice) left Changed(Alice) open")
+	}
+	select {
+	case <-b:
+		t.Error("Notify(alice) closed Changed(bob)")
+	default:
+	}
+	n.mu.Lock()
+	held := len(n.waiting)
+	n.mu.Unlock()
+	if held != 1 {
+		t.Errorf("%d inboxes held after waking alice, want 1 (bob)", held)
+	}
+}
