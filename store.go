@@ -82,8 +82,13 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 	for i, w := range cfg.Webhooks {
 		hooks[i] = w.webhook().Hook()
 	}
+	retention := storage.Retention{
+		MaxAge:      cfg.Retention.MaxAge.Duration,
+		MaxPerInbox: cfg.Retention.MaxPerInbox,
+		MaxBytes:    cfg.Retention.MaxBytes,
+	}
 	if isPostgres(cfg.Data) {
-		return openPostgres(ctx, cfg, mode, hooks, log)
+		return openPostgres(ctx, cfg, mode, retention, hooks, log)
 	}
 	if mode == mustBeNew {
 		if _, err := os.Lstat(cfg.Data); !errors.Is(err, fs.ErrNotExist) {
@@ -91,13 +96,11 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 		}
 	}
 	db, err := boltdb.Open(cfg.Data, boltdb.Options{
-		MaxAge:      cfg.Retention.MaxAge.Duration,
-		MaxPerInbox: cfg.Retention.MaxPerInbox,
-		MaxBytes:    cfg.Retention.MaxBytes,
-		Hooks:       hooks,
-		ReadOnly:    mode == readOnly,
-		MustExist:   mode == mustExist,
-		Log:         log,
+		Retention: retention,
+		Hooks:     hooks,
+		ReadOnly:  mode == readOnly,
+		MustExist: mode == mustExist,
+		Log:       log,
 	})
 	if err != nil {
 		return nil, openError(cfg.Data, err, mode == mayCreate || mode == mustBeNew)
@@ -108,17 +111,15 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 // openPostgres opens the PostgreSQL database of cfg.Data. Only serve
 // (mayCreate) and copy (mustBeNew) may create burner's schema in it; the
 // engine decides under its schema lock.
-func openPostgres(ctx context.Context, cfg Config, mode access, hooks []storage.Hook, log *slog.Logger) (storage.Engine, error) {
+func openPostgres(ctx context.Context, cfg Config, mode access, retention storage.Retention, hooks []storage.Hook, log *slog.Logger) (storage.Engine, error) {
 	shown := showData(cfg.Data)
 	db, err := postgres.Open(ctx, cfg.Data, postgres.Options{
-		MaxAge:      cfg.Retention.MaxAge.Duration,
-		MaxPerInbox: cfg.Retention.MaxPerInbox,
-		MaxBytes:    cfg.Retention.MaxBytes,
-		Hooks:       hooks,
-		Log:         log,
-		ReadOnly:    mode == readOnly,
-		MustExist:   mode == mustExist,
-		MustBeNew:   mode == mustBeNew,
+		Retention: retention,
+		Hooks:     hooks,
+		Log:       log,
+		ReadOnly:  mode == readOnly,
+		MustExist: mode == mustExist,
+		MustBeNew: mode == mustBeNew,
 	})
 	switch {
 	case errors.Is(err, storage.ErrNotNew):

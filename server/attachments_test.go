@@ -201,7 +201,7 @@ func TestUIEmailAttachmentSummary(t *testing.T) {
 // of one of them, but not then the other's.
 func TestAttachmentListWhenFull(t *testing.T) {
 	ctx := context.Background()
-	db := openDBWith(t, boltdb.Options{MaxBytes: 1 << 20})
+	db := openDBWith(t, boltdb.Options{Retention: storage.Retention{MaxBytes: 1 << 20}})
 	long := strings.Repeat("n", message.MaxNameBytes)
 	var raw strings.Builder
 	raw.WriteString("Subject: long names\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n")

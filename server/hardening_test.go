@@ -182,7 +182,7 @@ func TestUIEmailCut(t *testing.T) {
 // room (retention.max_bytes), and 200 again once room is made.
 func TestHealthzFull(t *testing.T) {
 	c := newClock()
-	db := openDBWith(t, boltdb.Options{Now: c.Now, MaxBytes: 256 << 10})
+	db := openDBWith(t, boltdb.Options{Now: c.Now, Retention: storage.Retention{MaxBytes: 256 << 10}})
 	srv := httptest.NewServer(New(db, Options{Now: c.Now}, testLogger(t)).Handler())
 	t.Cleanup(srv.Close)
 	health := func(what string, status int, body string) {

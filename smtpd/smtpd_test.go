@@ -248,7 +248,7 @@ func TestTooManyConnections(t *testing.T) {
 }
 
 func TestDataFileFullIs452(t *testing.T) {
-	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{MaxBytes: 64 << 10})
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{Retention: storage.Retention{MaxBytes: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,22 @@ type Stats struct {
 	Oldest    time.Time // when the oldest email was received; zero without emails
 }
 
+// Retention is what a store keeps (spec §6), as both engines' options
+// take it. The zero value keeps every email, with no cap.
+type Retention struct {
+	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
+	// emails forever.
+	MaxAge time.Duration
+	// MaxPerInbox caps the emails of one inbox, exactly across the nodes
+	// of one store: delivery and Sweep delete the oldest beyond it. 0
+	// means no cap.
+	MaxPerInbox int
+	// MaxBytes caps the size of the store (the data in a bbolt file, the
+	// size of a PostgreSQL database): past it Deliver returns an error
+	// wrapping ErrFull. 0 means no cap.
+	MaxBytes int64
+}
+
 // Inbox describes one inbox: an inbox exists while it holds an email.
 type Inbox struct {
 	Name   string    // the local part, lower-cased (InboxName)

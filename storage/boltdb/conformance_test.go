@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Engine {
 		db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{
-			Now: cfg.Now, MaxPerInbox: cfg.MaxPerInbox, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes, Hooks: cfg.Hooks,
+			Now: cfg.Now, Retention: cfg.Retention, Hooks: cfg.Hooks,
 		})
 		if err != nil {
 			t.Fatalf("boltdb.Open: %v", err)

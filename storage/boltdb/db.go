@@ -49,15 +49,8 @@ type Options struct {
 	// UsageFlushInterval is how often key "last used" times held in memory
 	// are written to the file; 0 means one minute (spec §1).
 	UsageFlushInterval time.Duration
-	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
-	// emails forever.
-	MaxAge time.Duration
-	// MaxPerInbox caps the emails of one inbox: delivery and Sweep delete
-	// the oldest beyond it. 0 means no cap.
-	MaxPerInbox int
-	// MaxBytes caps the data in the file: past it Deliver returns ErrFull.
-	// 0 means no cap.
-	MaxBytes int64
+	// Retention is what the file keeps: MaxBytes caps the data in it.
+	Retention storage.Retention
 	// Log receives what Open does to the file beyond opening it: schema
 	// migrations. Nil discards it.
 	Log *slog.Logger
@@ -77,12 +70,10 @@ type Options struct {
 
 // DB is an open burner data file. It is safe for concurrent use.
 type DB struct {
-	bolt        *bolt.DB
-	now         func() time.Time
-	readOnly    bool // Options.ReadOnly: key usage is not recorded
-	maxAge      time.Duration
-	maxPerInbox int
-	maxBytes    int64
+	bolt      *bolt.DB
+	now       func() time.Time
+	readOnly  bool // Options.ReadOnly: key usage is not recorded
+	retention storage.Retention
 
 	commits commit.Group[*delivery] // the group commit of Deliver
 	writes  commit.Health           // whether Deliver's last commit failed (spec §5)
@@ -167,14 +158,12 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{
-		bolt:        bdb,
-		now:         opts.Now,
-		readOnly:    opts.ReadOnly,
-		maxAge:      opts.MaxAge,
-		maxPerInbox: opts.MaxPerInbox,
-		maxBytes:    opts.MaxBytes,
-		hooks:       hooks,
-		stop:        make(chan struct{}),
+		bolt:      bdb,
+		now:       opts.Now,
+		readOnly:  opts.ReadOnly,
+		retention: opts.Retention,
+		hooks:     hooks,
+		stop:      make(chan struct{}),
 	}
 	db.commits.Max = maxBatch
 	if !opts.ReadOnly {

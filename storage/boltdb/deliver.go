@@ -14,11 +14,12 @@ import (
 )
 
 // Deliver stores msg once for each recipient address in to, in one durable
-// transaction, and returns the stored emails in the order of to. Each
-// address's local part must pass ValidLocalPart. When Deliver returns nil the
-// emails are on disk (fsynced); concurrent calls share one commit. An inbox
-// past Options.MaxPerInbox loses its oldest emails in the same transaction.
-// Deliver returns an error wrapping ErrFull when the file is at its cap.
+// transaction, and returns the stored emails in the order of to. Each address's
+// local part must pass ValidLocalPart. When Deliver returns nil the emails are
+// on disk (fsynced); concurrent calls share one commit. An inbox past
+// Options.Retention.MaxPerInbox loses its oldest emails in the same
+// transaction. Deliver returns an error wrapping ErrFull when the file is at
+// its cap.
 func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([]storage.Email, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -175,7 +176,7 @@ func (db *DB) commitBatch(batch []*delivery) {
 			tx.Bucket(bucketRaw).FillPercent = 1.0
 			tx.Bucket(bucketEmails).FillPercent = 0.75
 			for _, d := range ds {
-				if putErr = d.put(tx, db.maxPerInbox); putErr != nil {
+				if putErr = d.put(tx, db.retention.MaxPerInbox); putErr != nil {
 					return putErr
 				}
 			}
@@ -201,20 +202,19 @@ func (db *DB) commitBatch(batch []*delivery) {
 	}
 }
 
-// checkRoom returns an error wrapping ErrFull when storing n more bytes
-// would take the data file past Options.MaxBytes, or need more than the
-// disk has left: the mail is then refused for want of space (452) before
-// any work, rather than failing at the commit. Pages freed by deletions
-// are reused, so what counts is the file's size less its free pages, and
-// on the disk, its free space plus those pages. /healthz makes the same
-// check (CheckWritable).
+// checkRoom returns an error wrapping ErrFull when storing n more bytes would
+// take the data file past Options.Retention.MaxBytes, or need more than the
+// disk has left: the mail is then refused for want of space (452) before any
+// work, rather than failing at the commit. Pages freed by deletions are reused,
+// so what counts is the file's size less its free pages, and on the disk, its
+// free space plus those pages. /healthz makes the same check (CheckWritable).
 func (db *DB) checkRoom(n int) error {
 	var size int64
 	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
 		return err
 	}
 	reusable := int64(db.bolt.Stats().FreeAlloc)
-	if db.maxBytes > 0 && size-reusable+int64(n) > db.maxBytes {
+	if db.retention.MaxBytes > 0 && size-reusable+int64(n) > db.retention.MaxBytes {
 		return storage.ErrFull
 	}
 	if disk, ok := diskFree(db.bolt.Path()); ok && disk+reusable < int64(n)+diskReserve {

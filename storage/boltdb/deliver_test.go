@@ -13,7 +13,7 @@ import (
 // TestMaxBytes: pages that deletions freed count as room again
 // (checkRoom), so that clearing a full file lets mail in.
 func TestMaxBytes(t *testing.T) {
-	db := openDB(t, Options{MaxBytes: 256 << 10})
+	db := openDB(t, Options{Retention: storage.Retention{MaxBytes: 256 << 10}})
 	// Random bytes: stored compressed, zeros would take no room at all.
 	raw := make([]byte, 32<<10)
 	rand.NewChaCha8([32]byte{}).Read(raw)

@@ -64,7 +64,7 @@ func TestAttachmentsDeletedWithMessage(t *testing.T) {
 
 func TestPutAttachmentsFull(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t, Options{MaxBytes: 1 << 20})
+	db := openDB(t, Options{Retention: storage.Retention{MaxBytes: 1 << 20}})
 	es := deliver(t, db, "files", "alice@x.org")
 	big := storage.Attachments{Files: make([]storage.Attachment, 2000)}
 	for i := range big.Files {

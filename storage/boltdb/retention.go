@@ -12,12 +12,13 @@ import (
 const sweepInboxes = 1024
 
 // Sweep applies the retention options: it deletes emails older than
-// Options.MaxAge and, in each inbox, the oldest beyond Options.MaxPerInbox
-// (delivery keeps that cap too; Sweep catches a cap lowered since). It works
-// in small transactions, so ingest and the API never wait long for it, and
-// stops early when ctx is done. It returns how many emails it deleted.
+// Options.Retention.MaxAge and, in each inbox, the oldest beyond
+// Options.Retention.MaxPerInbox (delivery keeps that cap too; Sweep catches a
+// cap lowered since). It works in small transactions, so ingest and the API
+// never wait long for it, and stops early when ctx is done. It returns how many
+// emails it deleted.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
-	if db.maxAge <= 0 && db.maxPerInbox <= 0 {
+	if db.retention.MaxAge <= 0 && db.retention.MaxPerInbox <= 0 {
 		return 0, nil
 	}
 	total := 0
@@ -79,16 +80,16 @@ func (db *DB) sweepFrom(from []byte) (deleted int, next []byte, err error) {
 // gone: the oldest beyond the cap, then those older than the maximum age.
 func (db *DB) sweepInbox(tx *bolt.Tx, inbox []byte, most int) (int, error) {
 	n := 0
-	if db.maxPerInbox > 0 {
+	if db.retention.MaxPerInbox > 0 {
 		var err error
-		if n, err = trimInbox(tx, inbox, db.maxPerInbox, most); err != nil || n == most {
+		if n, err = trimInbox(tx, inbox, db.retention.MaxPerInbox, most); err != nil || n == most {
 			return n, err
 		}
 	}
-	if db.maxAge <= 0 {
+	if db.retention.MaxAge <= 0 {
 		return n, nil
 	}
-	cutoff := db.now().Add(-db.maxAge)
+	cutoff := db.now().Add(-db.retention.MaxAge)
 	prefix := append(bytes.Clone(inbox), 0)
 	c := tx.Bucket(bucketEmails).Cursor()
 	var keys, recs [][]byte

@@ -38,7 +38,7 @@ func TestSweepAppliesALoweredCap(t *testing.T) {
 	}
 	storetest.DeliverMany(t, db, 600, func(i int) (string, string) { return fmt.Sprint(i), fmt.Sprintf("box%d@x.org", i%2) })
 	db.Close()
-	db, err = Open(path, Options{MaxPerInbox: 10})
+	db, err = Open(path, Options{Retention: storage.Retention{MaxPerInbox: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,13 +90,13 @@ func timeIn(key, prefix []byte) (time.Time, bool) {
 // headers and all.
 const healthRoom = 4 << 10
 
-// CheckWritable commits an empty write transaction, then makes Deliver's
-// check of room (checkRoom) for a small message. It fails when the file is
-// closed or the disk refuses writes, with an error wrapping ErrFull
-// while new mail would be refused for want of space (Options.MaxBytes, or
-// a full disk), and with one wrapping ErrWriteFailed while the last
-// delivery's commit failed and none has succeeded since. The commit costs an fsync, so callers should not run it
-// per request.
+// CheckWritable commits an empty write transaction, then makes Deliver's check
+// of room (checkRoom) for a small message. It fails when the file is closed or
+// the disk refuses writes, with an error wrapping ErrFull while new mail would
+// be refused for want of space (Options.Retention.MaxBytes, or a full disk),
+// and with one wrapping ErrWriteFailed while the last delivery's commit failed
+// and none has succeeded since. The commit costs an fsync, so callers should
+// not run it per request.
 func (db *DB) CheckWritable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -27,7 +27,7 @@ func TestStatsFileBytes(t *testing.T) {
 // TestCheckWritableFull: CheckWritable fails with ErrFull while Deliver
 // refuses mail for want of room, and passes again once room is made.
 func TestCheckWritableFull(t *testing.T) {
-	db := openDB(t, Options{MaxBytes: 256 << 10})
+	db := openDB(t, Options{Retention: storage.Retention{MaxBytes: 256 << 10}})
 	if err := db.CheckWritable(context.Background()); err != nil {
 		t.Fatalf("CheckWritable on a new file: %v", err)
 	}

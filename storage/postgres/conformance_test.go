@@ -11,7 +11,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, cfg storetest.Config) storage.Engine {
 		return openDB(t, testDatabase(t), postgres.Options{
-			Now: cfg.Now, MaxPerInbox: cfg.MaxPerInbox, MaxAge: cfg.MaxAge, MaxBytes: cfg.MaxBytes, Hooks: cfg.Hooks,
+			Now: cfg.Now, Retention: cfg.Retention, Hooks: cfg.Hooks,
 		})
 	})
 }

@@ -30,15 +30,9 @@ type Options struct {
 	// UsageFlushInterval is how often key "last used" times held in memory
 	// are written to the database; 0 means one minute (spec §10).
 	UsageFlushInterval time.Duration
-	// MaxAge is how old an email may grow before Sweep deletes it; 0 keeps
-	// emails forever.
-	MaxAge time.Duration
-	// MaxPerInbox caps the emails of one inbox, exactly across nodes:
-	// delivery and Sweep delete the oldest beyond it. 0 means no cap.
-	MaxPerInbox int
-	// MaxBytes caps the size of the database: past it Deliver returns
-	// ErrFull. 0 means no cap.
-	MaxBytes int64
+	// Retention is what the database keeps: MaxPerInbox holds exactly
+	// across nodes, MaxBytes caps the size of the database.
+	Retention storage.Retention
 	// MaxConns bounds the connections of the pool; 0 means pgx's default
 	// (4, or the number of CPUs if more).
 	MaxConns int32
@@ -76,14 +70,12 @@ var ErrSchemaOld = errors.New("storage: the database has an older schema; run `b
 
 // DB is an open burner database. It is safe for concurrent use.
 type DB struct {
-	pool        *pgxpool.Pool
-	now         func() time.Time
-	log         *slog.Logger
-	maxAge      time.Duration
-	maxPerInbox int
-	maxBytes    int64
-	readOnly    bool   // Options.ReadOnly
-	node        string // this DB's name in the payloads of its notifications
+	pool      *pgxpool.Pool
+	now       func() time.Time
+	log       *slog.Logger
+	retention storage.Retention
+	readOnly  bool   // Options.ReadOnly
+	node      string // this DB's name in the payloads of its notifications
 
 	commits commit.Group[*delivery] // the batched commit of Deliver
 	writes  commit.Health           // whether Deliver's last commit failed (spec §5)
@@ -166,19 +158,17 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		pool:        pool,
-		now:         opts.Now,
-		log:         opts.Log,
-		maxAge:      opts.MaxAge,
-		maxPerInbox: opts.MaxPerInbox,
-		maxBytes:    opts.MaxBytes,
-		readOnly:    opts.ReadOnly,
-		node:        record.NewID().String(),
-		waited:      make(map[string]struct{}),
-		zenc:        zenc,
-		zdec:        zdec,
-		keys:        keyCache{checked: make(map[storage.KeyHash]cachedKey)},
-		hooks:       hooks,
+		pool:      pool,
+		now:       opts.Now,
+		log:       opts.Log,
+		retention: opts.Retention,
+		readOnly:  opts.ReadOnly,
+		node:      record.NewID().String(),
+		waited:    make(map[string]struct{}),
+		zenc:      zenc,
+		zdec:      zdec,
+		keys:      keyCache{checked: make(map[storage.KeyHash]cachedKey)},
+		hooks:     hooks,
 	}
 	db.commits.Max = maxBatch
 	bg, stop := context.WithCancel(context.Background())
@@ -215,7 +205,7 @@ func (db *DB) Close() error {
 
 // CheckWritable fails when the database cannot take a write now (an error
 // wrapping storage.ErrUnavailable when it cannot be reached), with an
-// error wrapping ErrFull when it is at Options.MaxBytes, and with one
+// error wrapping ErrFull when it is at Options.Retention.MaxBytes, and with one
 // wrapping storage.ErrWriteFailed while the last delivery's commit failed
 // for a storage reason (a full disk, an I/O error) and none has succeeded
 // since (spec §5).
@@ -240,13 +230,13 @@ func (db *DB) CheckWritable(ctx context.Context) error {
 }
 
 // sizeEvery is how long a measure of the database's size is trusted for
-// Options.MaxBytes: pg_database_size walks the data directory.
+// Options.Retention.MaxBytes: pg_database_size walks the data directory.
 const sizeEvery = 5 * time.Second
 
 // checkRoom returns an error wrapping ErrFull when n more bytes would take
-// the database past Options.MaxBytes; fresh measures the size now.
+// the database past Options.Retention.MaxBytes; fresh measures the size now.
 func (db *DB) checkRoom(ctx context.Context, n int, fresh bool) error {
-	if db.maxBytes <= 0 {
+	if db.retention.MaxBytes <= 0 {
 		return nil
 	}
 	db.sizeMu.Lock()
@@ -257,7 +247,7 @@ func (db *DB) checkRoom(ctx context.Context, n int, fresh bool) error {
 		}
 		db.sizeTime = time.Now()
 	}
-	if db.size+int64(n) > db.maxBytes {
+	if db.size+int64(n) > db.retention.MaxBytes {
 		return storage.ErrFull
 	}
 	return nil

@@ -19,14 +19,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Deliver stores msg once for each recipient address in to, in one
-// transaction, and returns the stored emails in the order of to. It
-// returns only after COMMIT has returned (spec §10: what that survives is
-// the database's synchronous_commit); concurrent calls share one commit,
-// and a commit that fails fails each of them. An inbox past
-// Options.MaxPerInbox loses its oldest emails in the same transaction.
-// Deliver returns an error wrapping ErrFull when the database is at
-// Options.MaxBytes, and storage.ErrUnavailable when it cannot be reached.
+// Deliver stores msg once for each recipient address in to, in one transaction,
+// and returns the stored emails in the order of to. It returns only after
+// COMMIT has returned (spec §10: what that survives is the database's
+// synchronous_commit); concurrent calls share one commit, and a commit that
+// fails fails each of them. An inbox past Options.Retention.MaxPerInbox loses
+// its oldest emails in the same transaction. Deliver returns an error wrapping
+// ErrFull when the database is at Options.Retention.MaxBytes, and
+// storage.ErrUnavailable when it cannot be reached.
 func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([]storage.Email, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -281,9 +281,9 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 		queued += 2
 	}
 	var trimmed []string
-	if db.maxPerInbox > 0 {
+	if db.retention.MaxPerInbox > 0 {
 		for _, inbox := range inboxes {
-			if over := held[inbox].count - int64(db.maxPerInbox); over > 0 {
+			if over := held[inbox].count - int64(db.retention.MaxPerInbox); over > 0 {
 				b.Queue(trimSQL, inbox, over)
 				trimmed = append(trimmed, inbox)
 			}
@@ -337,9 +337,9 @@ const trimSQL = `DELETE FROM emails WHERE seq IN (
 	SELECT seq FROM emails WHERE inbox = $1 ORDER BY received_at, seq LIMIT $2 FOR UPDATE)
 	RETURNING message`
 
-// deleteOrphans deletes those of the messages ids (and their bodies)
-// that no email refers to any more. A statement of its own: the emails deleted before are
-// gone from its snapshot.
+// deleteOrphans deletes those of the messages ids (and their bodies) that no
+// email refers to any more. A statement of its own: the emails deleted before
+// are gone from its snapshot.
 func deleteOrphans(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, ids []uuid.UUID) error {

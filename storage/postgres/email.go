@@ -215,7 +215,7 @@ func (db *DB) Attachments(ctx context.Context, id string) (storage.Attachments, 
 
 // PutAttachments stores a as the attachment index of the message of email
 // id, shared by every email of that message; ErrNotFound when there is no
-// email with id, and an error wrapping ErrFull past Options.MaxBytes.
+// email with id, and an error wrapping ErrFull past Options.Retention.MaxBytes.
 func (db *DB) PutAttachments(ctx context.Context, id string, a storage.Attachments) error {
 	uid, err := parseID(ctx, id)
 	b := record.EncodeAttachments(a)

@@ -81,8 +81,8 @@ func TestTwoNodesOneInbox(t *testing.T) {
 	frozen := func() time.Time { return time.Unix(1_700_000_000, 0) }
 	const limit = 50
 	nodes := []*postgres.DB{
-		openDB(t, dbURL, postgres.Options{Now: frozen, MaxPerInbox: limit}),
-		openDB(t, dbURL, postgres.Options{Now: frozen, MaxPerInbox: limit}),
+		openDB(t, dbURL, postgres.Options{Now: frozen, Retention: storage.Retention{MaxPerInbox: limit}}),
+		openDB(t, dbURL, postgres.Options{Now: frozen, Retention: storage.Retention{MaxPerInbox: limit}}),
 	}
 	var (
 		wg    sync.WaitGroup
@@ -128,10 +128,10 @@ func TestSweepOneNodeAtATime(t *testing.T) {
 	ctx := context.Background()
 	dbURL := testDatabase(t)
 	clk := time.Unix(1_700_000_000, 0)
-	a := openDB(t, dbURL, postgres.Options{Now: func() time.Time { return clk }, MaxAge: time.Hour})
+	a := openDB(t, dbURL, postgres.Options{Now: func() time.Time { return clk }, Retention: storage.Retention{MaxAge: time.Hour}})
 	deliverTo(t, a, "old", "gone@x.org")
 	clk = clk.Add(2 * time.Hour)
-	b := openDB(t, dbURL, postgres.Options{Now: func() time.Time { return clk }, MaxAge: time.Hour})
+	b := openDB(t, dbURL, postgres.Options{Now: func() time.Time { return clk }, Retention: storage.Retention{MaxAge: time.Hour}})
 
 	admin, err := pgx.Connect(ctx, dbURL)
 	if err != nil {

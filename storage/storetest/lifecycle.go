@@ -11,7 +11,7 @@ import (
 // testCanceledContext: a method called with a context already done fails
 // with its error and changes nothing.
 func testCanceledContext(t *testing.T, open Opener) {
-	db := open(t, Config{MaxAge: 1}) // every email is due for Sweep
+	db := open(t, Config{Retention: storage.Retention{MaxAge: 1}}) // every email is due for Sweep
 	e := deliver(t, db, "kept", "ctx@x.org")[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -100,7 +100,7 @@ func testKeyLastUsed(t *testing.T, open Opener) {
 
 func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
 	clk := NewClock(time.Unix(1_700_000_000, 0))
-	db := open(t, Config{Now: clk.Now, MaxPerInbox: 3})
+	db := open(t, Config{Now: clk.Now, Retention: storage.Retention{MaxPerInbox: 3}})
 	for i := range 5 {
 		deliver(t, db, fmt.Sprint("m", i), "cap@x.org", "other@x.org")
 		clk.Advance(time.Second)
@@ -124,7 +124,7 @@ func testMaxPerInboxAtDelivery(t *testing.T, open Opener) {
 func testSweep(t *testing.T, open Opener) {
 	ctx := context.Background()
 	clk := NewClock(time.Unix(1_700_000_000, 0))
-	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
+	db := open(t, Config{Now: clk.Now, Retention: storage.Retention{MaxAge: time.Hour}})
 	deliver(t, db, "old", "s@x.org", "t@x.org")
 	clk.Advance(50 * time.Minute)
 	deliver(t, db, "new", "s@x.org")
@@ -140,7 +140,7 @@ func testSweep(t *testing.T, open Opener) {
 	}
 	// A store at its cap (kept at delivery) gives Sweep nothing to do; a
 	// lowered cap is the engine's to test, as the cap is set at open.
-	capped := open(t, Config{Now: clk.Now, MaxPerInbox: 2})
+	capped := open(t, Config{Now: clk.Now, Retention: storage.Retention{MaxPerInbox: 2}})
 	for i := range 4 {
 		deliver(t, capped, fmt.Sprint("c", i), "c@x.org")
 	}

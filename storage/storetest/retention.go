@@ -20,7 +20,7 @@ func testSweepMany(t *testing.T, open Opener) {
 	ctx := context.Background()
 	const old = 300
 	clk := NewClock(time.Unix(1_700_000_000, 0))
-	db := open(t, Config{Now: clk.Now, MaxAge: time.Hour})
+	db := open(t, Config{Now: clk.Now, Retention: storage.Retention{MaxAge: time.Hour}})
 	DeliverMany(t, db, old, func(i int) (string, string) {
 		return fmt.Sprint("old", i), fmt.Sprintf("in%d@x.org", i%3)
 	})
@@ -51,7 +51,7 @@ func testSweepMany(t *testing.T, open Opener) {
 // that 16 MiB of incompressible mail does not fit in a 1 MiB cap.
 func testMaxBytes(t *testing.T, open Opener) {
 	ctx := context.Background()
-	db := open(t, Config{MaxBytes: 1 << 20})
+	db := open(t, Config{Retention: storage.Retention{MaxBytes: 1 << 20}})
 	rng := rand.NewChaCha8([32]byte{})
 	var (
 		err    error

@@ -20,11 +20,9 @@ import (
 // Config is what a test asks of the store it opens. The zero value means
 // the engine's defaults: the real clock, no retention, no size cap.
 type Config struct {
-	Now         func() time.Time // the clock of receivedAt and key times; time.Now when nil
-	MaxPerInbox int              // the per-inbox cap, kept at delivery and by Sweep; 0: none
-	MaxAge      time.Duration    // how old an email may grow before Sweep deletes it; 0: forever
-	MaxBytes    int64            // the size cap past which Deliver returns ErrFull; 0: none
-	Hooks       []storage.Hook   // the webhooks whose events the outbox keeps (spec §9)
+	Now       func() time.Time  // the clock of receivedAt and key times; time.Now when nil
+	Retention storage.Retention // what the store keeps; the zero value keeps everything
+	Hooks     []storage.Hook    // the webhooks whose events the outbox keeps (spec §9)
 }
 
 // Opener opens a new, empty store configured as cfg, closed when t ends.
