@@ -1,3 +1,11 @@
+// Package boltdb keeps burner's emails, API keys, webhook events and UI
+// sessions in one bbolt file: the embedded engine, for one process at a
+// time (a second one gets storage.ErrLocked). It implements
+// storage.Engine with the deciding code the engines share
+// (storage/internal), so that it answers as the PostgreSQL engine does,
+// and takes hot backups (storage.Snapshotter). The layout of each bucket
+// is documented where it is encoded; Open upgrades an older file in place
+// (migrate.go).
 package boltdb
 
 import (

@@ -1,7 +1,8 @@
 // Package postgres keeps burner's emails and API keys in a PostgreSQL
 // database (15 or newer) that any number of burner nodes share (spec §10).
-// It implements storage.Engine with the deciding code of package storage,
-// so that it answers as the bbolt engine does: SQL only prefilters.
+// It implements storage.Engine with the deciding code the engines share
+// (storage/internal), so that it answers as the bbolt engine does: SQL
+// only prefilters.
 package postgres
 
 import (
