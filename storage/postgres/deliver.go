@@ -188,136 +188,12 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 	}
 	slices.Sort(inboxes)
 	inboxes = slices.Compact(inboxes)
-
-	// Lock the row of each inbox, in one order on every node so that two
-	// batches never wait for each other in a cycle; then, in a statement
-	// of its own (a new snapshot under READ COMMITTED), read what the
-	// inboxes hold now that no other delivery to them can commit.
-	var b pgx.Batch
-	b.Queue(`INSERT INTO inboxes (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO UPDATE SET name = excluded.name`, inboxes)
-	b.Queue(`SELECT inbox, max(received_at), count(*) FROM emails WHERE inbox = ANY($1) GROUP BY inbox`, inboxes)
-	res := tx.SendBatch(ctx, &b)
-	if _, err := res.Exec(); err != nil {
-		res.Close()
-		return false, err
-	}
-	type state struct{ newest, count int64 }
-	held := make(map[string]*state, len(inboxes))
-	rows, err := res.Query()
+	held, err := lockInboxes(ctx, tx, inboxes)
 	if err != nil {
-		res.Close()
 		return false, err
 	}
-	for rows.Next() {
-		var name string
-		var s state
-		if err := rows.Scan(&name, &s.newest, &s.count); err != nil {
-			rows.Close()
-			res.Close()
-			return false, err
-		}
-		held[name] = &s
-	}
-	rows.Close()
-	if err := res.Close(); err != nil {
-		return false, err
-	}
-
-	// spec §3: receivedAt strictly increases within an inbox in commit
-	// order, which is decided here, under the inbox's lock.
-	var (
-		emailIDs, messageIDs []uuid.UUID
-		emailInboxes         []string
-		emailTimes           []int64
-		emailTo              [][]byte
-		emailSigs            [][]byte
-		messages             []uuid.UUID
-		cols                 = make([]any, 1, 13)
-		bytea                [11][][]byte
-		texts                []*string
-	)
-	for _, d := range batch {
-		for i, inbox := range d.inboxes {
-			s := held[inbox]
-			if s == nil {
-				s = &state{newest: -1}
-				held[inbox] = s
-			}
-			d.times[i] = max(d.received, s.newest+1)
-			s.newest = d.times[i]
-			s.count++
-			emailIDs = append(emailIDs, d.ids[i])
-			messageIDs = append(messageIDs, d.ids[0])
-			emailInboxes = append(emailInboxes, inbox)
-			emailTimes = append(emailTimes, d.times[i])
-			emailTo = append(emailTo, d.to[i])
-			emailSigs = append(emailSigs, d.row.sig)
-		}
-		messages = append(messages, d.row.id)
-		texts = append(texts, d.row.text)
-		for j, v := range d.row.bytea {
-			bytea[j] = append(bytea[j], v)
-		}
-	}
-	cols[0] = messages
-	for _, c := range bytea {
-		cols = append(cols, c)
-	}
-	cols = append(cols, texts)
-	b = pgx.Batch{}
-	b.Queue(`WITH r AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[],
-			$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[]) AS r(`+messageColumns+`)),
-		m AS (INSERT INTO messages (id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers)
-			SELECT id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers FROM r)
-		INSERT INTO bodies (id, body, plain, links, raw) SELECT id, body, plain, links, raw FROM r`,
-		cols...)
-	// unnest keeps the order of the arrays, and the identity of seq
-	// counts up in it: arrival order within the batch.
-	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr, sig)
-		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[], $6::bytea[])`,
-		emailIDs, emailInboxes, emailTimes, messageIDs, emailTo, emailSigs)
-	queued := 2
-	if queueEvents(&b, batch) {
-		queued += 2
-	}
-	var trimmed []string
-	if db.retention.MaxPerInbox > 0 {
-		for _, inbox := range inboxes {
-			if over := held[inbox].count - int64(db.retention.MaxPerInbox); over > 0 {
-				b.Queue(trimSQL, inbox, over)
-				trimmed = append(trimmed, inbox)
-			}
-		}
-	}
-	// One NOTIFY per commit, not per message: the other nodes wake the
-	// waiters of these inboxes (listen.go).
-	b.Queue(`SELECT pg_notify($1, $2)`, channel, db.payload(inboxes))
-	res = tx.SendBatch(ctx, &b)
-	for range queued {
-		if _, err := res.Exec(); err != nil {
-			res.Close()
-			return false, err
-		}
-	}
-	var gone []uuid.UUID
-	for range trimmed {
-		rows, err := res.Query()
-		if err != nil {
-			res.Close()
-			return false, err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-		if err != nil {
-			res.Close()
-			return false, err
-		}
-		gone = append(gone, ids...)
-	}
-	if _, err := res.Exec(); err != nil {
-		res.Close()
-		return false, err
-	}
-	if err := res.Close(); err != nil {
+	gone, err := db.write(ctx, tx, batch, inboxes, held)
+	if err != nil {
 		return false, err
 	}
 	if len(gone) > 0 {
@@ -329,6 +205,154 @@ func (db *DB) insert(ctx context.Context, batch []*delivery) (committing bool, e
 		return true, err
 	}
 	return false, nil
+}
+
+// inboxState is what an inbox holds as a batch is written into it.
+type inboxState struct{ newest, count int64 }
+
+// lockInboxes locks the row of each of inboxes (sorted), in one order on
+// every node so that two batches never wait for each other in a cycle;
+// then, in a statement of its own (a new snapshot under READ COMMITTED),
+// reads what the inboxes hold now that no other delivery to them can
+// commit: their newest receivedAt and their count, by name. An inbox
+// without an email is not in the map.
+func lockInboxes(ctx context.Context, tx pgx.Tx, inboxes []string) (map[string]*inboxState, error) {
+	var b pgx.Batch
+	b.Queue(`INSERT INTO inboxes (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO UPDATE SET name = excluded.name`, inboxes)
+	b.Queue(`SELECT inbox, max(received_at), count(*) FROM emails WHERE inbox = ANY($1) GROUP BY inbox`, inboxes)
+	res := tx.SendBatch(ctx, &b)
+	defer res.Close()
+	if _, err := res.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := res.Query()
+	if err != nil {
+		return nil, err
+	}
+	held := make(map[string]*inboxState, len(inboxes))
+	for rows.Next() {
+		var name string
+		var s inboxState
+		if err := rows.Scan(&name, &s.newest, &s.count); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		held[name] = &s
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return held, res.Close()
+}
+
+// batchRows are the columns of the rows a batch inserts, one array each,
+// for unnest.
+type batchRows struct {
+	emailIDs, messageIDs []uuid.UUID
+	emailInboxes         []string
+	emailTimes           []int64
+	emailTo, emailSigs   [][]byte
+	messages             []uuid.UUID
+	bytea                [11][][]byte // the bytea columns of messageColumns
+	texts                []*string
+}
+
+// place gives each email of batch its receivedAt, counting them in held
+// (spec §3: receivedAt strictly increases within an inbox in commit
+// order, which is decided here, under the inboxes' locks), and returns
+// the rows to insert.
+func place(batch []*delivery, held map[string]*inboxState) batchRows {
+	var r batchRows
+	for _, d := range batch {
+		for i, inbox := range d.inboxes {
+			s := held[inbox]
+			if s == nil {
+				s = &inboxState{newest: -1}
+				held[inbox] = s
+			}
+			d.times[i] = max(d.received, s.newest+1)
+			s.newest = d.times[i]
+			s.count++
+			r.emailIDs = append(r.emailIDs, d.ids[i])
+			r.messageIDs = append(r.messageIDs, d.ids[0])
+			r.emailInboxes = append(r.emailInboxes, inbox)
+			r.emailTimes = append(r.emailTimes, d.times[i])
+			r.emailTo = append(r.emailTo, d.to[i])
+			r.emailSigs = append(r.emailSigs, d.row.sig)
+		}
+		r.messages = append(r.messages, d.row.id)
+		r.texts = append(r.texts, d.row.text)
+		for j, v := range d.row.bytea {
+			r.bytea[j] = append(r.bytea[j], v)
+		}
+	}
+	return r
+}
+
+// write inserts the messages and emails of batch into inboxes (locked,
+// what they held in held), with their webhook events, trims the inboxes
+// past the per-inbox cap and notifies the other nodes, in one round trip.
+// It returns the messages of the emails the trim deleted.
+func (db *DB) write(ctx context.Context, tx pgx.Tx, batch []*delivery, inboxes []string, held map[string]*inboxState) ([]uuid.UUID, error) {
+	r := place(batch, held)
+	cols := make([]any, 0, 13)
+	cols = append(cols, r.messages)
+	for _, c := range r.bytea {
+		cols = append(cols, c)
+	}
+	cols = append(cols, r.texts)
+	var b pgx.Batch
+	b.Queue(`WITH r AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[],
+			$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[]) AS r(`+messageColumns+`)),
+		m AS (INSERT INTO messages (id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers)
+			SELECT id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers FROM r)
+		INSERT INTO bodies (id, body, plain, links, raw) SELECT id, body, plain, links, raw FROM r`,
+		cols...)
+	// unnest keeps the order of the arrays, and the identity of seq
+	// counts up in it: arrival order within the batch.
+	b.Queue(`INSERT INTO emails (id, inbox, received_at, message, to_addr, sig)
+		SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::uuid[], $5::bytea[], $6::bytea[])`,
+		r.emailIDs, r.emailInboxes, r.emailTimes, r.messageIDs, r.emailTo, r.emailSigs)
+	queued := 2
+	if queueEvents(&b, batch) {
+		queued += 2
+	}
+	var trimmed int
+	if db.retention.MaxPerInbox > 0 {
+		for _, inbox := range inboxes {
+			if over := held[inbox].count - int64(db.retention.MaxPerInbox); over > 0 {
+				b.Queue(trimSQL, inbox, over)
+				trimmed++
+			}
+		}
+	}
+	// One NOTIFY per commit, not per message: the other nodes wake the
+	// waiters of these inboxes (listen.go).
+	b.Queue(`SELECT pg_notify($1, $2)`, channel, db.payload(inboxes))
+	res := tx.SendBatch(ctx, &b)
+	defer res.Close()
+	for range queued {
+		if _, err := res.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	var gone []uuid.UUID
+	for range trimmed {
+		rows, err := res.Query()
+		if err != nil {
+			return nil, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		if err != nil {
+			return nil, err
+		}
+		gone = append(gone, ids...)
+	}
+	if _, err := res.Exec(); err != nil {
+		return nil, err
+	}
+	return gone, res.Close()
 }
 
 // trimSQL deletes the n oldest emails of an inbox and returns their

@@ -39,23 +39,42 @@ const listPage = 1000
 
 func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error) {
 	m := match.New(q)
-	inbox := storage.InboxName(q.LocalPart)
-	var (
-		sql  strings.Builder
-		args = []any{inbox}
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
+	lq, err := db.listQuery(ctx, q, m)
+	if err != nil {
+		return nil, err
 	}
+	return db.listPages(ctx, lq, q, m)
+}
+
+// listQuery is the SQL of one List without its paging: the SELECT of the
+// emails of an inbox that the prefilter keeps, and its arguments.
+type listQuery struct {
+	sql  string
+	args []any
+	body bool // the body is read (not Query.NoBody)
+	// text and headers are the columns the Matcher reads, when it does;
+	// they come after the others.
+	text, headers bool
+}
+
+// listQuery builds the SQL of q: the columns the answer and the Matcher
+// m need, the inbox, the time and position bounds, and the prefilter.
+func (db *DB) listQuery(ctx context.Context, q storage.Query, m *match.Matcher) (listQuery, error) {
+	inbox := storage.InboxName(q.LocalPart)
+	lq := listQuery{args: []any{inbox}, body: !q.NoBody, text: m.ReadsText(), headers: m.ReadsHeaders()}
+	arg := func(v any) string {
+		lq.args = append(lq.args, v)
+		return "$" + strconv.Itoa(len(lq.args))
+	}
+	var sql strings.Builder
 	sql.WriteString(`SELECT e.seq, e.id, e.to_addr, e.received_at, e.read, m.from_addr, m.from_name, m.subject`)
-	if !q.NoBody {
+	if lq.body {
 		sql.WriteString(`, (SELECT b.body FROM bodies b WHERE b.id = e.message)`)
 	}
-	if m.ReadsText() {
+	if lq.text {
 		sql.WriteString(`, m.search_text, m.search`)
 	}
-	if m.ReadsHeaders() {
+	if lq.headers {
 		sql.WriteString(`, m.headers`)
 	}
 	sql.WriteString(` FROM emails e JOIN messages m ON m.id = e.message WHERE e.inbox = $1`)
@@ -75,27 +94,34 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		}
 		at, seq, err := db.position(ctx, inbox, c.id)
 		if err != nil {
-			return nil, err
+			return listQuery{}, err
 		}
 		fmt.Fprintf(&sql, ` AND (e.received_at, e.seq) %s (%s, %s)`, c.op, arg(at), arg(seq))
 	}
-	// The prefilter: it may keep an email the Matcher drops, never the
-	// reverse. Each filter is folded as the Matcher folds it, and position
-	// on bytea compares bytes: no wildcard, no collation. Only a header
-	// filter (name and value are tested apart) and a term holding a line
-	// break (which fsender's may fake) pass emails the Matcher then drops.
-	//
-	// The signature of each email (signature.go) comes first: a test on
-	// emails alone, which PostgreSQL makes before it looks up the email's
-	// message, so that most of the emails a subject or body filter or a
-	// search term rules out cost neither that lookup nor a strpos on their
-	// text. A term may be in the subject or sender instead: the signature
-	// has their trigrams too. It holds for any bytes, valid UTF-8 or not.
+	prefilter(&sql, q, m, arg)
+	lq.sql = sql.String()
+	return lq, nil
+}
+
+// prefilter writes the tests that narrow the rows of q: it may keep an
+// email the Matcher drops, never the reverse. Each filter is folded as
+// the Matcher folds it, and position on bytea compares bytes: no
+// wildcard, no collation. Only a header filter (name and value are tested
+// apart) and a term holding a line break (which fsender's may fake) pass
+// emails the Matcher then drops.
+//
+// The signature of each email (signature.go) comes first: a test on
+// emails alone, which PostgreSQL makes before it looks up the email's
+// message, so that most of the emails a subject or body filter or a
+// search term rules out cost neither that lookup nor a strpos on their
+// text. A term may be in the subject or sender instead: the signature
+// has their trigrams too. It holds for any bytes, valid UTF-8 or not.
+func prefilter(sql *strings.Builder, q storage.Query, m *match.Matcher, arg func(any) string) {
 	if sig := signatureTest(m, arg); sig != "" {
 		sql.WriteString(` AND ` + sig)
 	}
 	if q.Subject != "" {
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(match.Fold(q.Subject))))
+		fmt.Fprintf(sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(match.Fold(q.Subject))))
 	}
 	if q.Body != "" {
 		folded := match.Fold(q.Body)
@@ -109,24 +135,21 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		}
 		folded := match.Fold(t)
 		if has, ok := searchHas(folded, arg); ok {
-			fmt.Fprintf(&sql, ` AND (%[1]s OR position(%[2]s::bytea in coalesce(m.fsubject, '')) > 0 OR position(%[2]s::bytea in m.fsender) > 0)`, has, arg([]byte(folded)))
+			fmt.Fprintf(sql, ` AND (%[1]s OR position(%[2]s::bytea in coalesce(m.fsubject, '')) > 0 OR position(%[2]s::bytea in m.fsender) > 0)`, has, arg([]byte(folded)))
 		}
 	}
 	if q.Header != nil {
 		// The name as encoded, with its length before it: a field of
 		// that name, or by chance a value that holds the same bytes.
 		name := record.AppendString(nil, strings.ToLower(q.Header.Name))
-		fmt.Fprintf(&sql, ` AND position(%s::bytea in m.headers) > 0 AND position(%s::bytea in m.headers) > 0`, arg(name), arg([]byte(match.Fold(q.Header.Value))))
+		fmt.Fprintf(sql, ` AND position(%s::bytea in m.headers) > 0 AND position(%s::bytea in m.headers) > 0`, arg(name), arg([]byte(match.Fold(q.Header.Value))))
 	}
-	base := sql.String()
-	extra := 0 // columns read raw
-	if m.ReadsText() {
-		extra += 2
-	}
-	if m.ReadsHeaders() {
-		extra++
-	}
+}
 
+// listPages runs lq a page at a time, newest first, each page going on
+// below the last row of the one before, and keeps the emails the Matcher
+// m takes, until q.Limit of them or the end of the inbox.
+func (db *DB) listPages(ctx context.Context, lq listQuery, q storage.Query, m *match.Matcher) ([]storage.Email, error) {
 	page := listPage
 	if q.Limit > 0 {
 		page = q.Limit
@@ -135,78 +158,41 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		page = max(page, listPage) // the Matcher may drop many
 	}
 	var (
-		out        []storage.Email
-		lastAt     int64
-		lastSeq    int64
-		continuing bool
+		out       []storage.Email
+		lastAt    int64 // the last row read, where the next page starts
+		lastSeq   int64
+		continued bool
 	)
 	for {
-		query, qargs := base, args
-		if continuing {
+		query, args := lq.sql, lq.args
+		if continued {
 			n := len(args)
 			query += fmt.Sprintf(` AND (e.received_at, e.seq) < ($%d, $%d)`, n+1, n+2)
-			qargs = append(args[:n:n], lastAt, lastSeq)
+			args = append(args[:n:n], lastAt, lastSeq)
 		}
 		query += ` ORDER BY e.received_at DESC, e.seq DESC LIMIT ` + strconv.Itoa(page)
-		rows, err := db.pool.Query(ctx, query, qargs...)
+		rows, err := db.pool.Query(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
 		n := 0
 		for rows.Next() {
 			n++
-			var (
-				e                              storage.Email
-				id                             uuid.UUID
-				to, from, fromName, subj, body []byte
-				search, headers                []byte
-				at                             int64
-			)
-			dest := []any{&lastSeq, &id, &to, &at, &e.Read, &from, &fromName, &subj}
-			if !q.NoBody {
-				dest = append(dest, &body)
-			}
-			// The search text and headers, often most of the bytes, are
-			// read where pgx received them (bytea comes in binary, as
-			// stored), valid until the next row: no copy.
-			raw := len(dest)
-			for range extra {
-				dest = append(dest, nil)
-			}
-			if err := rows.Scan(dest...); err != nil {
+			r, err := scanListRow(rows, lq)
+			if err != nil {
 				rows.Close()
 				return nil, err
 			}
-			if m.ReadsText() {
-				// Text in binary is its UTF-8 bytes: one of the two is NULL.
-				if search = rows.RawValues()[raw]; search == nil {
-					search = rows.RawValues()[raw+1]
-				}
-				raw += 2
-			}
-			if m.ReadsHeaders() {
-				headers = rows.RawValues()[raw]
-			}
-			lastAt = at
-			ok, needText := m.MatchFields(subj, fromName, from)
-			if ok && needText {
-				ok = m.MatchText(search)
-				if ok && m.ReadsHeaders() {
-					if ok, err = m.MatchHeaders(headers); err != nil {
-						rows.Close()
-						return nil, fmt.Errorf("email %s: %w", id, err)
-					}
-				}
+			lastAt, lastSeq = r.at, r.seq
+			ok, err := r.matches(m, lq)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("email %s: %w", r.id, err)
 			}
 			if !ok {
 				continue
 			}
-			e.ID, e.To, e.From, e.FromName = id.String(), string(to), string(from), string(fromName)
-			e.Subject, e.ReceivedAt = stringPtr(subj), record.FromMilli(at)
-			if !q.NoBody {
-				e.Body = stringPtr(body)
-			}
-			out = append(out, e)
+			out = append(out, r.email(lq))
 			if q.Limit > 0 && len(out) == q.Limit {
 				break
 			}
@@ -218,8 +204,78 @@ func (db *DB) list(ctx context.Context, q storage.Query) ([]storage.Email, error
 		if n < page || q.Limit > 0 && len(out) >= q.Limit {
 			return out, nil
 		}
-		continuing = true
+		continued = true
 	}
+}
+
+// listRow is one row of a listQuery.
+type listRow struct {
+	seq, at                        int64
+	id                             uuid.UUID
+	read                           bool
+	to, from, fromName, subj, body []byte
+	// search and headers are the columns the Matcher reads, often most of
+	// the bytes: read where pgx received them (bytea comes in binary, as
+	// stored), valid until the next row, no copy.
+	search, headers []byte
+}
+
+// scanListRow reads the row at hand of a listQuery.
+func scanListRow(rows pgx.Rows, lq listQuery) (listRow, error) {
+	var r listRow
+	dest := []any{&r.seq, &r.id, &r.to, &r.at, &r.read, &r.from, &r.fromName, &r.subj}
+	if lq.body {
+		dest = append(dest, &r.body)
+	}
+	raw := len(dest)
+	if lq.text {
+		dest = append(dest, nil, nil)
+	}
+	if lq.headers {
+		dest = append(dest, nil)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return listRow{}, err
+	}
+	if lq.text {
+		// Text in binary is its UTF-8 bytes: one of the two is NULL.
+		if r.search = rows.RawValues()[raw]; r.search == nil {
+			r.search = rows.RawValues()[raw+1]
+		}
+		raw += 2
+	}
+	if lq.headers {
+		r.headers = rows.RawValues()[raw]
+	}
+	return r, nil
+}
+
+// matches reports whether the Matcher m takes r, or an error wrapping
+// storage.ErrCorrupt for a damaged header section.
+func (r *listRow) matches(m *match.Matcher, lq listQuery) (bool, error) {
+	ok, needText := m.MatchFields(r.subj, r.fromName, r.from)
+	if !ok || !needText {
+		return ok, nil
+	}
+	if !m.MatchText(r.search) {
+		return false, nil
+	}
+	if lq.headers {
+		return m.MatchHeaders(r.headers)
+	}
+	return true, nil
+}
+
+// email returns the email of r.
+func (r *listRow) email(lq listQuery) storage.Email {
+	e := storage.Email{
+		ID: r.id.String(), To: string(r.to), From: string(r.from), FromName: string(r.fromName),
+		Subject: stringPtr(r.subj), ReceivedAt: record.FromMilli(r.at), Read: r.read,
+	}
+	if lq.body {
+		e.Body = stringPtr(r.body)
+	}
+	return e
 }
 
 // searchHas returns the SQL test of whether the search text of m holds
