@@ -98,15 +98,20 @@ type Content struct {
 	Links []string // the link targets of the body, in order, without repeats
 }
 
-// Query selects emails of one inbox, newest first.
+// Query selects emails of one inbox, newest first. Its filters combine:
+// an email is listed when it passes each filter that is set. A text
+// filter is a substring test under Unicode full case folding, of the
+// filter and the field alike, so that "STRASSE" finds "Straße" (spec §4);
+// an empty one is not set.
 type Query struct {
-	LocalPart string    // matched case-insensitively; must pass ValidLocalPart
+	LocalPart string    // the inbox, matched case-insensitively; must pass ValidLocalPart
 	Since     time.Time // when not zero, only emails received strictly after it
 	Before    time.Time // when not zero, only emails received strictly before it
 	Limit     int       // at most this many; 0 means no limit
-	Subject   string    // case-folded substring of the subject
-	Body      string    // case-folded substring of the body text
-	Terms     []string  // each must occur in subject, sender name, sender address or body text
+	Subject   string    // a substring of the subject; an email without one has none
+	From      string    // a substring of the sender's address or of its display name (spec §14)
+	Body      string    // a substring of the body text: visible text, link targets, text/plain part
+	Terms     []string  // each a substring of the subject, the sender's name or address, or the body text
 	Header    *Header   // when set, a field with this name (any case) whose value holds Value (case-folded)
 	AfterID   string    // when set, only emails that arrived after the email with this id (ErrNotFound if unknown)
 	BeforeID  string    // when set, only emails that arrived before the email with this id (ErrNotFound if unknown), for paging

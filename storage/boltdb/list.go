@@ -126,7 +126,7 @@ func (w *walk) next() (c candidate, ok bool, err error) {
 		if err != nil || len(k) < 17 {
 			return candidate{}, false, fmt.Errorf("email %x: %w", k, storage.ErrCorrupt)
 		}
-		if !w.m.MatchSubject(ev.subject) { // the rest is the evaluator's
+		if !w.m.MatchSubject(ev.subject) || !w.m.MatchSender(ev.fromName, ev.from) { // the rest is the evaluator's
 			continue
 		}
 		rec, err := w.content(ev.ckey)

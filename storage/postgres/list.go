@@ -107,7 +107,8 @@ func (db *DB) listQuery(ctx context.Context, q storage.Query, m *match.Matcher) 
 // email the Matcher drops, never the reverse. Each filter is folded as
 // the Matcher folds it, and position on bytea compares bytes: no
 // wildcard, no collation. Only a header filter (name and value are tested
-// apart) and a term holding a line break (which fsender's may fake) pass
+// apart), and a sender filter or a term holding a line break (which
+// fsender's, the folded name and address on two lines, may fake), pass
 // emails the Matcher then drops.
 //
 // The signature of each email (signature.go) comes first: a test on
@@ -115,13 +116,16 @@ func (db *DB) listQuery(ctx context.Context, q storage.Query, m *match.Matcher) 
 // message, so that most of the emails a subject or body filter or a
 // search term rules out cost neither that lookup nor a strpos on their
 // text. A term may be in the subject or sender instead: the signature
-// has their trigrams too. It holds for any bytes, valid UTF-8 or not.
+// has their trigrams too (and so a sender filter is tested there too). It holds for any bytes, valid UTF-8 or not.
 func prefilter(sql *strings.Builder, q storage.Query, m *match.Matcher, arg func(any) string) {
 	if sig := signatureTest(m, arg); sig != "" {
 		sql.WriteString(` AND ` + sig)
 	}
 	if q.Subject != "" {
 		fmt.Fprintf(sql, ` AND position(%s::bytea in m.fsubject) > 0`, arg([]byte(match.Fold(q.Subject))))
+	}
+	if q.From != "" {
+		fmt.Fprintf(sql, ` AND position(%s::bytea in m.fsender) > 0`, arg([]byte(match.Fold(q.From))))
 	}
 	if q.Body != "" {
 		folded := match.Fold(q.Body)

@@ -14,7 +14,8 @@ import (
 // TestFiltersAsBolt: SQL only prefilters, so the PostgreSQL engine takes
 // exactly the emails the bbolt engine takes, also for the bytes SQL's
 // tests could get wrong: NUL, invalid UTF-8, a byte within a character,
-// line breaks, header names in any case.
+// line breaks (a sender's name and address are two fields), header
+// names in any case.
 func TestFiltersAsBolt(t *testing.T) {
 	ctx := context.Background()
 	pg := openDB(t, testDatabase(t), postgres.Options{})
@@ -49,6 +50,8 @@ func TestFiltersAsBolt(t *testing.T) {
 		{Header: &storage.Header{Name: "X-Other", Value: "run"}}, {Header: &storage.Header{Name: "X-Bin", Value: "\x00"}},
 		{Header: &storage.Header{Name: "X-Bin", Value: "\xff"}}, {Header: &storage.Header{Name: "X-Test", Value: "run"}},
 		{Body: "a", Limit: 1}, {Terms: []string{"a"}, Limit: 2, NoBody: true},
+		{From: "ZOË"}, {From: "x.org"}, {From: "line\nbreak"}, {From: "k\nl@"}, {From: "e\nb"}, {From: "\x00"},
+		{From: "ë"}, {From: "\xc3"}, {From: "n@", Terms: []string{"100%"}}, {From: "@x.org", Limit: 1}, {From: "%"},
 	}
 	for _, q := range queries {
 		q.LocalPart = "f"

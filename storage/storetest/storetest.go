@@ -37,6 +37,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeliverAndGet", testDeliverAndGet},
 		{"ListOrderAndIsolation", testListOrderAndIsolation},
 		{"ListFilters", testListFilters},
+		{"ListFrom", testListFrom},
 		{"FilterLiterals", testFilterLiterals},
 		{"ListAfterAndHeader", testListAfterAndHeader},
 		{"ListNoBody", testListNoBody},

@@ -16,18 +16,19 @@ import (
 )
 
 // Matcher decides whether an email matches the filters of a
-// storage.Query: subject, body, search terms and header (spec §4, §5).
+// storage.Query: subject, sender, body, search terms and header (spec
+// §4, §5, §14).
 //
 // It holds the filters, folded once, and the buffers it folds an email's
 // fields into, so it is used by one goroutine at a time: a parallel scan
 // makes one per goroutine.
 type Matcher struct {
-	subject, body []byte
-	terms         [][]byte
-	header        *storage.Header // name lower-cased, value folded
+	subject, from, body []byte
+	terms               [][]byte
+	header              *storage.Header // name lower-cased, value folded
 
-	subjectGrams, bodyGrams []uint32   // GramHashes of subject and body
-	termGrams               [][]uint32 // GramHashes of each term
+	subjectGrams, fromGrams, bodyGrams []uint32   // GramHashes of subject, sender and body
+	termGrams                          [][]uint32 // GramHashes of each term
 
 	subjectBuf, nameBuf, fromBuf []byte // the fields of the email at hand, folded
 	hnameBuf, hvalueBuf          []byte // the header field at hand, lower-cased and folded
@@ -39,6 +40,10 @@ func New(q storage.Query) *Matcher {
 	if q.Subject != "" {
 		m.subject = []byte(Fold(q.Subject))
 		m.subjectGrams = GramHashes(m.subject)
+	}
+	if q.From != "" {
+		m.from = []byte(Fold(q.From))
+		m.fromGrams = GramHashes(m.from)
 	}
 	if q.Body != "" {
 		m.body = []byte(Fold(q.Body))
@@ -78,19 +83,29 @@ func (m *Matcher) MatchSubject(subject []byte) bool {
 	return bytes.Contains(m.subjectBuf, m.subject)
 }
 
+// MatchSender applies the sender filter to the sender's display name and
+// address. With a sender filter or search terms, it folds them for the
+// terms (MatchFields).
+func (m *Matcher) MatchSender(fromName, from []byte) bool {
+	if m.from == nil && len(m.terms) == 0 {
+		return true
+	}
+	m.nameBuf = AppendFold(m.nameBuf[:0], fromName)
+	m.fromBuf = AppendFold(m.fromBuf[:0], from)
+	return m.from == nil || bytes.Contains(m.nameBuf, m.from) || bytes.Contains(m.fromBuf, m.from)
+}
+
 // MatchFields applies the filters that an email's own fields decide (the
-// subject; subject is nil when it has none) and folds the fields the
+// subject, nil when it has none, and the sender) and folds the fields the
 // search terms look at. It reports whether the email may match, and
 // whether its text must be read to tell (MatchText).
 func (m *Matcher) MatchFields(subject, fromName, from []byte) (ok, needText bool) {
-	if !m.MatchSubject(subject) {
+	if !m.MatchSubject(subject) || !m.MatchSender(fromName, from) {
 		return false, false
 	}
 	needText = m.body != nil || m.header != nil
 	if len(m.terms) > 0 {
 		m.subjectBuf = AppendFold(m.subjectBuf[:0], subject)
-		m.nameBuf = AppendFold(m.nameBuf[:0], fromName)
-		m.fromBuf = AppendFold(m.fromBuf[:0], from)
 		for _, t := range m.terms {
 			if !m.inFields(t) {
 				needText = true // the body text must hold it
@@ -122,9 +137,10 @@ func (m *Matcher) MatchText(text []byte) bool {
 }
 
 // Prefilters reports whether a signature can rule emails out of the
-// filters: one of them, subject, body or a search term, has a trigram.
+// filters: one of them, subject, sender, body or a search term, has a
+// trigram.
 func (m *Matcher) Prefilters() bool {
-	if len(m.subjectGrams) > 0 || len(m.bodyGrams) > 0 {
+	if len(m.subjectGrams) > 0 || len(m.fromGrams) > 0 || len(m.bodyGrams) > 0 {
 		return true
 	}
 	for _, hs := range m.termGrams {
@@ -135,14 +151,14 @@ func (m *Matcher) Prefilters() bool {
 	return false
 }
 
-// NeedleGrams returns the GramHashes of each filter a signature tests
-// (subject, body, each search term), those with none left out: an email
-// whose signature lacks one hash of one of them cannot match. It is for
-// an engine that tests signatures elsewhere (SQL), which must not change
-// the hashes (they are the Matcher's own).
+// NeedleGrams returns the GramHashes of each filter a signature tests (subject,
+// sender, body, each search term), those with none left out: an email whose
+// signature lacks one hash of one of them cannot match. It is for an engine
+// that tests signatures elsewhere (SQL), which must not change the hashes (they
+// are the Matcher's own).
 func (m *Matcher) NeedleGrams() [][]uint32 {
 	var out [][]uint32
-	for _, hs := range append([][]uint32{m.subjectGrams, m.bodyGrams}, m.termGrams...) {
+	for _, hs := range append([][]uint32{m.subjectGrams, m.fromGrams, m.bodyGrams}, m.termGrams...) {
 		if len(hs) > 0 {
 			out = append(out, hs)
 		}
@@ -151,15 +167,16 @@ func (m *Matcher) NeedleGrams() [][]uint32 {
 }
 
 // MayMatch reports whether an email whose signature is sig, from
-// EmailSignature, may match the subject and body filters and the search
-// terms: false only when it cannot, so that an engine may rule the email
-// out from its signature alone, before it folds a field or decodes a text.
-// It does not consider the header filter.
+// EmailSignature, may match the subject, sender and body filters and the
+// search terms: false only when it cannot (a signature holds the trigrams
+// of the sender's name and address too), so that an engine may rule the
+// email out from its signature alone, before it folds a field or decodes
+// a text. It does not consider the header filter.
 func (m *Matcher) MayMatch(sig []byte) bool {
 	if len(sig) == 0 {
 		return true
 	}
-	if !SignatureHas(sig, m.subjectGrams) || !SignatureHas(sig, m.bodyGrams) {
+	if !SignatureHas(sig, m.subjectGrams) || !SignatureHas(sig, m.fromGrams) || !SignatureHas(sig, m.bodyGrams) {
 		return false
 	}
 	for _, hs := range m.termGrams {

@@ -27,3 +27,35 @@ func TestMatchHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchSender: the sender filter takes a substring of the name or of
+// the address, folded, never of the two together nor of other fields;
+// with it, MatchFields decides without the text.
+func TestMatchSender(t *testing.T) {
+	subject := []byte("Your code")
+	for _, tc := range []struct {
+		from string
+		want bool
+	}{
+		{"", true},
+		{"STRASSE", true},      // the name, folded
+		{"shop.EXAMPLE", true}, // the address
+		{"Straße Shop", true},
+		{"shop hello", false}, // across name and address
+		{"code", false},       // the subject is not the sender
+	} {
+		m := New(storage.Query{From: tc.from})
+		ok, needText := m.MatchFields(subject, []byte("Straße Shop"), []byte("hello@shop.example"))
+		if ok != tc.want || needText {
+			t.Errorf("From %q: MatchFields = %v, %v; want %v, false", tc.from, ok, needText, tc.want)
+		}
+		if got := m.MatchSender([]byte("Straße Shop"), []byte("hello@shop.example")); got != tc.want {
+			t.Errorf("From %q: MatchSender = %v, want %v", tc.from, got, tc.want)
+		}
+	}
+	// With a search term, the folded sender still serves the term.
+	m := New(storage.Query{From: "shop", Terms: []string{"HELLO@"}})
+	if ok, needText := m.MatchFields(subject, []byte("Straße Shop"), []byte("hello@shop.example")); !ok || needText {
+		t.Errorf("From shop, term HELLO@: MatchFields = %v, %v; want true, false", ok, needText)
+	}
+}

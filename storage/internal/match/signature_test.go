@@ -158,6 +158,10 @@ func TestMayMatch(t *testing.T) {
 		{storage.Query{Terms: []string{"acme"}}, true},              // in the sender
 		{storage.Query{Terms: []string{"424242", "missing"}}, false},
 		{storage.Query{Terms: []string{"xy"}}, true},
+		{storage.Query{From: "ACME"}, true},           // the name
+		{storage.Query{From: "noreply@acme.t"}, true}, // the address
+		{storage.Query{From: "no such sender"}, false},
+		{storage.Query{From: "verification"}, true}, // in the text: the signature cannot tell where; MatchSender decides
 		{storage.Query{Subject: "WELCOME"}, true},
 		{storage.Query{Subject: "no such subject"}, false},
 		{storage.Query{Subject: "424242"}, true},                                       // in the text: the signature cannot tell where; MatchSubject decides
