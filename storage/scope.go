@@ -7,6 +7,10 @@ import (
 	"strings"
 )
 
+// ErrMetricsScope means a scope asks for metrics alone and for inboxes
+// too: a metrics key reaches no inbox.
+var ErrMetricsScope = errors.New("storage: a metrics key reaches no inbox: give it no inbox pattern")
+
 // ErrBadInboxPattern means an inbox pattern of a key's scope is neither a
 // local part nor a prefix ending in one '*' (spec §8).
 var ErrBadInboxPattern = errors.New("storage: an inbox pattern is a local part (alice) or a prefix ending in one * (ci-*; * alone is every inbox), of at most 64 of the characters A-Z a-z 0-9 _ - + . before the *")
@@ -20,10 +24,15 @@ const AllInboxes = "*"
 type Scope struct {
 	// Inboxes holds the patterns of the inboxes the key reaches, each a
 	// local part or a prefix ending in '*', in the form ParseInboxPattern
-	// gives; none means every inbox.
+	// gives; none means every inbox (but for a Metrics key).
 	Inboxes []string
 	// ReadOnly keys may read but not delete.
 	ReadOnly bool
+	// Metrics makes a key for metrics alone (spec §14: it reads /metrics
+	// and nothing else). It reaches no inbox, whatever Inboxes says
+	// (Reaches and Everywhere are false), and changes nothing: in the
+	// form CleanScope gives, it has no patterns and is ReadOnly.
+	Metrics bool
 }
 
 // ParseInboxPattern returns pattern (trimmed of spaces) in canonical form,
@@ -45,9 +54,16 @@ func ParseInboxPattern(pattern string) (string, error) {
 
 // CleanScope returns s with each pattern in canonical form
 // (ParseInboxPattern), in the order given, without repeats, or an error
-// wrapping ErrBadInboxPattern naming the first bad pattern. Stores keep
-// a key's scope in this form.
+// wrapping ErrBadInboxPattern naming the first bad pattern. A Metrics
+// scope takes no pattern (ErrMetricsScope) and is made ReadOnly. Stores
+// keep a key's scope in this form.
 func CleanScope(s Scope) (Scope, error) {
+	if s.Metrics {
+		if len(s.Inboxes) > 0 {
+			return Scope{}, ErrMetricsScope
+		}
+		return Scope{ReadOnly: true, Metrics: true}, nil
+	}
 	out := Scope{ReadOnly: s.ReadOnly}
 	for _, p := range s.Inboxes {
 		c, err := ParseInboxPattern(p)
@@ -63,8 +79,12 @@ func CleanScope(s Scope) (Scope, error) {
 
 // Reaches reports whether s reaches the inbox of localPart: whether s has
 // no patterns, or one of them is localPart's inbox name or a prefix of it
-// followed by '*'. Case does not matter (spec §4).
+// followed by '*'. Case does not matter (spec §4). A Metrics scope
+// reaches none.
 func (s Scope) Reaches(localPart string) bool {
+	if s.Metrics {
+		return false
+	}
 	if len(s.Inboxes) == 0 {
 		return true
 	}
@@ -84,7 +104,7 @@ func (s Scope) Reaches(localPart string) bool {
 }
 
 // Everywhere reports whether s reaches every inbox: it has no patterns,
-// or one of them is '*'.
+// or one of them is '*', and is no Metrics scope.
 func (s Scope) Everywhere() bool {
-	return len(s.Inboxes) == 0 || slices.Contains(s.Inboxes, AllInboxes)
+	return !s.Metrics && (len(s.Inboxes) == 0 || slices.Contains(s.Inboxes, AllInboxes))
 }

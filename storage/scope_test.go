@@ -45,6 +45,9 @@ func TestScopeReaches(t *testing.T) {
 		{scoped, "", false},
 		// ASCII folding only: the Kelvin sign is not k.
 		{Scope{Inboxes: []string{"k*"}}, "\u212a1", false},
+		// A metrics key reaches no inbox, whatever else it holds.
+		{Scope{Metrics: true}, "anyone", false},
+		{Scope{Metrics: true, Inboxes: []string{"*"}}, "anyone", false},
 	} {
 		if got := tc.scope.Reaches(tc.localPart); got != tc.want {
 			t.Errorf("%+v.Reaches(%q) = %v, want %v", tc.scope, tc.localPart, got, tc.want)
@@ -63,6 +66,8 @@ func TestScopeEverywhere(t *testing.T) {
 		{Scope{Inboxes: []string{"alice", "*"}}, true},
 		{Scope{Inboxes: []string{"a*"}}, false},
 		{Scope{Inboxes: []string{"alice"}}, false},
+		{Scope{Metrics: true}, false},
+		{Scope{Metrics: true, ReadOnly: true, Inboxes: []string{"*"}}, false},
 	} {
 		if got := tc.scope.Everywhere(); got != tc.want {
 			t.Errorf("%+v.Everywhere() = %v, want %v", tc.scope, got, tc.want)
@@ -77,5 +82,21 @@ func TestCleanScope(t *testing.T) {
 	}
 	if _, err := CleanScope(Scope{Inboxes: []string{"ok", "not ok"}}); !errors.Is(err, ErrBadInboxPattern) || !strings.Contains(err.Error(), `"not ok"`) {
 		t.Errorf("CleanScope with a bad pattern: %v; want ErrBadInboxPattern naming it", err)
+	}
+}
+
+// TestCleanScopeMetrics: a metrics key takes no inbox pattern, and is
+// read-only whatever it asked.
+func TestCleanScopeMetrics(t *testing.T) {
+	for _, in := range []Scope{{Metrics: true}, {Metrics: true, ReadOnly: true}, {Metrics: true, Inboxes: []string{}}} {
+		got, err := CleanScope(in)
+		if err != nil || !got.Metrics || !got.ReadOnly || got.Inboxes != nil {
+			t.Errorf("CleanScope(%+v) = %+v, %v; want a read-only metrics scope without patterns", in, got, err)
+		}
+	}
+	for _, in := range []Scope{{Metrics: true, Inboxes: []string{"ci-*"}}, {Metrics: true, Inboxes: []string{"*"}}} {
+		if got, err := CleanScope(in); !errors.Is(err, ErrMetricsScope) {
+			t.Errorf("CleanScope(%+v) = %+v, %v; want ErrMetricsScope", in, got, err)
+		}
 	}
 }

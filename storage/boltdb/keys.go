@@ -21,8 +21,10 @@ import (
 //	keyhashes: sha256(secret) -> key id
 //
 // scope (schema version 4 on) is a version byte, 1, then a flags byte
-// (bit 0: read-only), a uvarint count of inbox patterns and each pattern
-// uvarint-prefixed, in storage.CleanScope's form. A record without it was
+// (bit 0: read-only; bit 1, from schema version 8: metrics alone), a
+// uvarint count of inbox patterns and each pattern uvarint-prefixed, in
+// storage.CleanScope's form (a metrics key has no pattern and is
+// read-only). A record without it was
 // made before scopes: its key reaches every inbox and may delete, as the
 // zero storage.Scope says. Only the hash of a secret is stored
 // (keyring.Hash).
@@ -230,8 +232,11 @@ func findKey(keys *bolt.Bucket, name string) (storage.Key, []byte, error) {
 // scopeVersion starts the scope section of a key record.
 const scopeVersion = 1
 
-// scopeReadOnly is the flag bit of a read-only key.
-const scopeReadOnly = 1 << 0
+// The flag bits of a scope: a read-only key, a key for metrics alone.
+const (
+	scopeReadOnly = 1 << 0
+	scopeMetrics  = 1 << 1
+)
 
 func encodeKey(k storage.Key, hash []byte) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(k.Name)))
@@ -246,6 +251,9 @@ func encodeKey(k storage.Key, hash []byte) []byte {
 	var flags byte
 	if k.Scope.ReadOnly {
 		flags |= scopeReadOnly
+	}
+	if k.Scope.Metrics {
+		flags |= scopeMetrics
 	}
 	b = append(b, scopeVersion, flags)
 	b = binary.AppendUvarint(b, uint64(len(k.Scope.Inboxes)))
@@ -277,16 +285,21 @@ func decodeKey(id, v []byte) (storage.Key, []byte, error) {
 }
 
 // decodeScope decodes the scope section of a key record: none is the zero
-// scope of a key made before scopes. A pattern that is not in canonical
-// form is corruption: reading it as something else could widen the key.
+// scope of a key made before scopes. A scope not in storage.CleanScope's
+// form (a pattern not canonical, a metrics key with patterns or that may
+// delete) is corruption: reading it as something else could widen the
+// key.
 func decodeScope(b []byte) (storage.Scope, error) {
 	if len(b) == 0 {
 		return storage.Scope{}, nil
 	}
-	if len(b) < 3 || b[0] != scopeVersion || b[1]&^scopeReadOnly != 0 {
+	if len(b) < 3 || b[0] != scopeVersion || b[1]&^(scopeReadOnly|scopeMetrics) != 0 {
 		return storage.Scope{}, storage.ErrCorrupt
 	}
-	s := storage.Scope{ReadOnly: b[1]&scopeReadOnly != 0}
+	s := storage.Scope{ReadOnly: b[1]&scopeReadOnly != 0, Metrics: b[1]&scopeMetrics != 0}
+	if s.Metrics && (!s.ReadOnly || b[2] != 0) {
+		return storage.Scope{}, storage.ErrCorrupt
+	}
 	count, w := binary.Uvarint(b[2:])
 	if w <= 0 || count > uint64(len(b)) {
 		return storage.Scope{}, storage.ErrCorrupt

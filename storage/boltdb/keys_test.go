@@ -1,6 +1,7 @@
 package boltdb
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -174,15 +175,17 @@ func TestKeyScopeEncoding(t *testing.T) {
 	head := encodeKey(storage.Key{Name: "ci", Created: k.Created}, hash)
 	head = head[:len(head)-3] // without the scope section of the zero scope: version, flags, count 0
 	for name, rec := range map[string][]byte{
-		"unknown version":      append(append([]byte{}, head...), 2, 0, 0),
-		"unknown flag":         append(append([]byte{}, head...), 1, 2, 0),
-		"cut short":            append(append([]byte{}, head...), 1),
-		"count past the end":   append(append([]byte{}, head...), 1, 0, 5, 1, 'a'),
-		"pattern past the end": append(append([]byte{}, head...), 1, 0, 1, 9, 'a'),
-		"upper case pattern":   append(append([]byte{}, head...), 1, 0, 1, 1, 'A'),
-		"bad pattern":          append(append([]byte{}, head...), 1, 0, 1, 3, 'a', '@', 'b'),
-		"empty pattern":        append(append([]byte{}, head...), 1, 0, 1, 0),
-		"trailing bytes":       append(append([]byte{}, head...), 1, 0, 0, 7),
+		"unknown version":        append(append([]byte{}, head...), 2, 0, 0),
+		"unknown flag":           append(append([]byte{}, head...), 1, 4, 0),
+		"metrics, read-write":    append(append([]byte{}, head...), 1, 2, 0),
+		"metrics with a pattern": append(append([]byte{}, head...), 1, 3, 1, 1, 'a'),
+		"cut short":              append(append([]byte{}, head...), 1),
+		"count past the end":     append(append([]byte{}, head...), 1, 0, 5, 1, 'a'),
+		"pattern past the end":   append(append([]byte{}, head...), 1, 0, 1, 9, 'a'),
+		"upper case pattern":     append(append([]byte{}, head...), 1, 0, 1, 1, 'A'),
+		"bad pattern":            append(append([]byte{}, head...), 1, 0, 1, 3, 'a', '@', 'b'),
+		"empty pattern":          append(append([]byte{}, head...), 1, 0, 1, 0),
+		"trailing bytes":         append(append([]byte{}, head...), 1, 0, 0, 7),
 	} {
 		if got, _, err := decodeKey([]byte("id"), rec); !errors.Is(err, storage.ErrCorrupt) {
 			t.Errorf("decodeKey with a scope section %s = %+v, %v; want storage.ErrCorrupt", name, got, err)
@@ -193,5 +196,12 @@ func TestKeyScopeEncoding(t *testing.T) {
 	}
 	if got, _, err := decodeKey([]byte(k.ID), good); err != nil || strings.Join(got.Scope.Inboxes, ",") != "ci-*,alice" || !got.Scope.ReadOnly {
 		t.Errorf("decodeKey(encodeKey(k)) = %+v, %v; want k's scope", got, err)
+	}
+	metrics := encodeKey(storage.Key{Name: "prom", Created: k.Created, Scope: storage.Scope{Metrics: true, ReadOnly: true}}, hash)
+	if got, _, err := decodeKey([]byte("id"), metrics); err != nil || !got.Scope.Metrics || !got.Scope.ReadOnly || len(got.Scope.Inboxes) != 0 {
+		t.Errorf("decodeKey(encodeKey(metrics key)) = %+v, %v; want a read-only metrics scope", got, err)
+	}
+	if !bytes.HasSuffix(metrics, []byte{1, 3, 0}) {
+		t.Errorf("a metrics key's scope section is %x, want 010300 (the documented layout)", metrics[len(metrics)-3:])
 	}
 }

@@ -191,12 +191,14 @@ func checkKeys(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 		created, last int64
 		hash          []byte
 	)
-	_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly, &hash}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly, &k.Scope.Metrics, &hash}, func() error {
 		if !storage.ValidKeyName(k.Name) {
 			r.Problemf("key %s: %q is not a key name", k.ID, k.Name)
 		}
-		if _, err := storage.CleanScope(k.Scope); err != nil {
+		if c, err := storage.CleanScope(k.Scope); err != nil {
 			r.Problemf("key %s: its scope: %v", k.ID, err)
+		} else if c.ReadOnly != k.Scope.ReadOnly {
+			r.Problemf("key %s: a metrics key that may delete", k.ID)
 		}
 		if len(hash) != len(storage.KeyHash{}) {
 			r.Problemf("key %s: a hash of %d bytes", k.ID, len(hash))

@@ -60,7 +60,7 @@ func (db *DB) exportKeys(ctx context.Context, tx pgx.Tx, fn func(storage.StoredK
 			created, last int64
 		)
 		k := &sk.Key
-		if err := r.Scan(&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly, &hash); err != nil {
+		if err := r.Scan(&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly, &k.Scope.Metrics, &hash); err != nil {
 			return sk, err
 		}
 		if len(hash) != len(sk.Hash) {
@@ -434,8 +434,8 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 		if !k.LastUsed.IsZero() {
 			last = k.LastUsed.UnixMilli()
 		}
-		batch.Queue(`INSERT INTO keys (id, name, created, last_used, hash, inboxes, read_only) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-			k.ID, k.Name, k.Created.UnixMilli(), last, sk.Hash[:], inboxes, k.Scope.ReadOnly)
+		batch.Queue(`INSERT INTO keys (id, name, created, last_used, hash, inboxes, read_only, metrics) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			k.ID, k.Name, k.Created.UnixMilli(), last, sk.Hash[:], inboxes, k.Scope.ReadOnly, k.Scope.Metrics)
 	}
 	if len(b.msgs) > 0 {
 		cols := make([]any, 0, 14)

@@ -34,14 +34,14 @@ type cachedKey struct {
 // every Authenticate asks the database.
 const outageGrace = 60 * time.Second
 
-const keyColumns = `id, name, created, last_used, inboxes, read_only`
+const keyColumns = `id, name, created, last_used, inboxes, read_only, metrics`
 
 func scanKey(row pgx.Row) (storage.Key, error) {
 	var (
 		k             storage.Key
 		created, last int64
 	)
-	if err := row.Scan(&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly); err != nil {
+	if err := row.Scan(&k.ID, &k.Name, &created, &last, &k.Scope.Inboxes, &k.Scope.ReadOnly, &k.Scope.Metrics); err != nil {
 		return storage.Key{}, err
 	}
 	if len(k.Scope.Inboxes) == 0 {
@@ -69,8 +69,8 @@ func (db *DB) CreateKey(ctx context.Context, name string, scope storage.Scope) (
 	if inboxes == nil {
 		inboxes = []string{}
 	}
-	_, err = db.pool.Exec(ctx, `INSERT INTO keys (id, name, created, hash, inboxes, read_only) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.ID, k.Name, k.Created.UnixMilli(), hash[:], inboxes, k.Scope.ReadOnly)
+	_, err = db.pool.Exec(ctx, `INSERT INTO keys (id, name, created, hash, inboxes, read_only, metrics) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		k.ID, k.Name, k.Created.UnixMilli(), hash[:], inboxes, k.Scope.ReadOnly, k.Scope.Metrics)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "keys_name_key" {
 		err = storage.ErrKeyExists

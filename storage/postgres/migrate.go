@@ -49,7 +49,10 @@ import (
 //	          narrow rows, before it looks up their messages. NULL (the
 //	          rows of older versions, or a text too short or too varied)
 //	          rules nothing out.
-//	keys:     API keys: only the SHA-256 of a secret (keyring.Hash).
+//	keys:     API keys: only the SHA-256 of a secret (keyring.Hash), and
+//	          the key's scope (storage.CleanScope's form). Since version 5
+//	          also whether it is for metrics alone (metrics), which a
+//	          constraint keeps without patterns and read-only.
 //	events:   the webhook outbox (spec §9, outbox.go): one row per email
 //	          and hook, written in the delivery's transaction, with its
 //	          attempts, when it is due and the lease of the node sending it.
@@ -144,6 +147,8 @@ var migrations = []string{
 	// always fits in a page.
 	`ALTER TABLE emails ADD COLUMN sig bytea;
 	ALTER TABLE emails ALTER COLUMN sig SET STORAGE PLAIN;`,
+	`ALTER TABLE keys ADD COLUMN metrics boolean NOT NULL DEFAULT false;
+	ALTER TABLE keys ADD CONSTRAINT keys_metrics_alone CHECK (NOT metrics OR (read_only AND cardinality(inboxes) = 0));`,
 }
 
 // schemaVersion is the version this burner writes and reads.

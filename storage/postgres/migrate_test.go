@@ -163,7 +163,7 @@ func TestOpenModes(t *testing.T) {
 }
 
 // TestMigrateSignatures: a database of version 3, whose emails have no
-// signatures, is brought to version 4 with its emails as they were: they
+// signatures, is brought to this version with its emails as they were: they
 // are still searched (a NULL signature rules nothing out), beside new
 // ones that have a signature, and the column is kept in its rows (PLAIN).
 func TestMigrateSignatures(t *testing.T) {
@@ -181,7 +181,7 @@ func TestMigrateSignatures(t *testing.T) {
 	deliver(db, "old other", "nothing of the sort")
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; UPDATE burner_schema SET version = 3`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 3`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -197,8 +197,8 @@ func TestMigrateSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 4 || stored != "p" || nulls != 2 {
-		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 4, \"p\" (PLAIN), 2", version, stored, nulls)
+	if version != 5 || stored != "p" || nulls != 2 {
+		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 5, \"p\" (PLAIN), 2", version, stored, nulls)
 	}
 	deliver(db, "new match", "a new needle in the text")
 	deliver(db, "new other", "nothing of the sort")
@@ -214,6 +214,44 @@ func TestMigrateSignatures(t *testing.T) {
 		}
 		if got, want := names(es), []string{"new match", "old match"}; !slices.Equal(got, want) {
 			t.Errorf("List(%+v) = %q, want %q", q, got, want)
+		}
+	}
+}
+
+// TestMigrateMetricsKeys: a database of version 4, whose keys have no
+// metrics column, is brought to this version with its keys as they were
+// (none for metrics alone); a metrics key can then be made, and the
+// database refuses one that reaches an inbox or may delete.
+func TestMigrateMetricsKeys(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	db := openDB(t, dbURL, postgres.Options{})
+	old, _, err := db.CreateKey(ctx, "old", storage.Scope{Inboxes: []string{"ci-*"}, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 4`); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openDB(t, dbURL, postgres.Options{})
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 5 {
+		t.Errorf("after the migration: version %d, %v; want 5", version, err)
+	}
+	k, err := db.Key(ctx, old.ID)
+	if err != nil || k.Scope.Metrics || !k.Scope.ReadOnly || !slices.Equal(k.Scope.Inboxes, []string{"ci-*"}) {
+		t.Errorf("Key(old) after the migration = %+v, %v; want its scope as it was", k, err)
+	}
+	prom, _, err := db.CreateKey(ctx, "prom", storage.Scope{Metrics: true})
+	if err != nil || !prom.Scope.Metrics {
+		t.Fatalf("CreateKey(prom, metrics) after the migration = %+v, %v", prom, err)
+	}
+	for _, set := range []string{`read_only = false`, `inboxes = '{ci-*}'`} {
+		if _, err := conn.Exec(ctx, `UPDATE keys SET `+set+` WHERE name = 'prom'`); err == nil {
+			t.Errorf("UPDATE keys SET %s of a metrics key: no error; want the constraint to refuse it", set)
 		}
 	}
 }

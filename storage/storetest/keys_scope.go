@@ -104,3 +104,64 @@ func testKeyScopes(t *testing.T, open Opener) {
 	}
 	same("RevokeKey", k)
 }
+
+// testMetricsKey: a key for metrics alone (spec §14) is stored as one,
+// read-only and without patterns, every method that returns it says so,
+// a copy carries it, and one with inbox patterns is refused with nothing
+// created.
+func testMetricsKey(t *testing.T, open Opener) {
+	ctx := context.Background()
+	db := open(t, Config{})
+	prom, secret, err := db.CreateKey(ctx, "prom", storage.Scope{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := storage.Scope{Metrics: true, ReadOnly: true}
+	check := func(what string, k storage.Key, err error) {
+		t.Helper()
+		if err != nil || k.ID != prom.ID || !k.Scope.Metrics || !k.Scope.ReadOnly || len(k.Scope.Inboxes) != 0 {
+			t.Errorf("%s = %+v, %v; want key %s with scope %+v", what, k, err, prom.ID, want)
+		}
+		if k.Scope.Reaches("anyone") || k.Scope.Everywhere() {
+			t.Errorf("%s: the metrics key's scope %+v reaches an inbox", what, k.Scope)
+		}
+	}
+	check("CreateKey(prom, metrics)", prom, nil)
+	k, err := db.Key(ctx, prom.ID)
+	check("Key", k, err)
+	k, err = db.Authenticate(ctx, secret)
+	check("Authenticate", k, err)
+	keys, err := db.Keys(ctx)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("Keys = %+v, %v; want prom alone", keys, err)
+	}
+	check("Keys", keys[0], nil)
+
+	// Asked read-write, it is read-only all the same.
+	rw, _, err := db.CreateKey(ctx, "prom-rw", storage.Scope{Metrics: true, ReadOnly: false})
+	if err != nil || !rw.Scope.Metrics || !rw.Scope.ReadOnly {
+		t.Errorf("CreateKey(metrics, read-write) = %+v, %v; want a read-only metrics key", rw, err)
+	}
+	for _, inboxes := range [][]string{{"ci-*"}, {"*"}, {"bad pattern"}} {
+		if k, _, err := db.CreateKey(ctx, "bad", storage.Scope{Metrics: true, Inboxes: inboxes}); err == nil {
+			t.Errorf("CreateKey(metrics, %q) = %+v; want an error", inboxes, k)
+		} else if inboxes[0] != "bad pattern" && !errors.Is(err, storage.ErrMetricsScope) {
+			t.Errorf("CreateKey(metrics, %q): %v; want ErrMetricsScope", inboxes, err)
+		}
+	}
+	if keys, err := db.Keys(ctx); err != nil || len(keys) != 2 {
+		t.Errorf("after refused metrics keys, Keys = %d keys, %v; want the 2 made before", len(keys), err)
+	}
+
+	dst := open(t, Config{})
+	if _, err := dst.Import(ctx, db, nil); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	k, err = dst.Key(ctx, prom.ID)
+	check("Key on a copy", k, err)
+	k, err = dst.Authenticate(ctx, secret)
+	check("Authenticate on a copy", k, err)
+
+	k, err = db.RevokeKey(ctx, "prom")
+	check("RevokeKey", k, err)
+}

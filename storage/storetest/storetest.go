@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"Keys", testKeys},
 		{"KeyLastUsed", testKeyLastUsed},
 		{"KeyScopes", testKeyScopes},
+		{"MetricsKey", testMetricsKey},
 		{"MaxPerInboxAtDelivery", testMaxPerInboxAtDelivery},
 		{"SweepByAgeAndCap", testSweep},
 		{"Attachments", testAttachments},
