@@ -80,6 +80,13 @@ type Engine interface {
 	// gives, and every method that returns the key returns that scope. It
 	// returns ErrKeyExists when the name is taken.
 	CreateKey(ctx context.Context, name string, scope Scope) (Key, string, error)
+	// CreateKeyWithSecret makes a new API key called name with scope, as
+	// CreateKey does, whose secret is secret rather than a new one (spec
+	// §14: BURNER_KEY names the key a container or CI job uses). secret
+	// must pass ValidSecret, or ErrBadSecret; as for any key, the store
+	// keeps only its hash. It returns ErrKeyExists when the name is taken
+	// or a key with that secret exists already (a secret names one key).
+	CreateKeyWithSecret(ctx context.Context, name string, scope Scope, secret string) (Key, error)
 	// Keys returns every API key, oldest first (then by name).
 	Keys(ctx context.Context) ([]Key, error)
 	// Key returns the key with id, or ErrNotFound (also once it is revoked).
@@ -90,6 +97,11 @@ type Engine interface {
 	// Authenticate returns the key whose secret is secret, or ErrNotFound,
 	// and notes its use without a write per request (spec §1).
 	Authenticate(ctx context.Context, secret string) (Key, error)
+	// KeyBySecret returns the key whose secret is secret, or ErrNotFound
+	// (also for a secret that fails ValidSecret), as Authenticate does
+	// but without noting a use: for the server's own checks at start,
+	// which are no use of the key.
+	KeyBySecret(ctx context.Context, secret string) (Key, error)
 
 	// Stats counts what the store holds.
 	Stats(ctx context.Context) (Stats, error)

@@ -40,20 +40,49 @@ func (db *DB) CreateKey(ctx context.Context, name string, scope storage.Scope) (
 	if err != nil {
 		return storage.Key{}, "", err
 	}
-	err = db.bolt.Update(func(tx *bolt.Tx) error {
-		keys := tx.Bucket(bucketKeys)
+	if err := db.putKey(k, hash); err != nil {
+		return storage.Key{}, "", err
+	}
+	return k, secret, nil
+}
+
+// CreateKeyWithSecret makes a new API key called name with scope whose
+// secret is secret (storage.ValidSecret, or ErrBadSecret). It returns
+// ErrKeyExists when the name is taken or a key has that secret.
+func (db *DB) CreateKeyWithSecret(ctx context.Context, name string, scope storage.Scope, secret string) (storage.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Key{}, err
+	}
+	k, hash, err := keyring.WithSecret(name, scope, secret, db.now())
+	if err != nil {
+		return storage.Key{}, err
+	}
+	if err := db.putKey(k, hash); err != nil {
+		return storage.Key{}, err
+	}
+	return k, nil
+}
+
+// putKey stores the new key k whose secret hashes to hash, or returns
+// ErrKeyExists when its name is taken or a key has that hash.
+func (db *DB) putKey(k storage.Key, hash storage.KeyHash) error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		keys, hashes := tx.Bucket(bucketKeys), tx.Bucket(bucketKeyHashes)
 		if _, _, err := findKey(keys, k.Name); err == nil {
+			return storage.ErrKeyExists
+		}
+		if hashes.Get(hash[:]) != nil {
 			return storage.ErrKeyExists
 		}
 		if err := keys.Put([]byte(k.ID), encodeKey(k, hash[:])); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketKeyHashes).Put(hash[:], []byte(k.ID))
+		return hashes.Put(hash[:], []byte(k.ID))
 	})
 	if err != nil {
-		return storage.Key{}, "", fmt.Errorf("create key %q: %w", k.Name, err)
+		return fmt.Errorf("create key %q: %w", k.Name, err)
 	}
-	return k, secret, nil
+	return nil
 }
 
 // Keys returns every API key, oldest first (then by name).
@@ -152,6 +181,32 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err
 	}
+	k, err := db.keyBySecret(secret)
+	if err != nil {
+		return storage.Key{}, fmt.Errorf("authenticate: %w", err)
+	}
+	k.LastUsed = record.Milli(db.now())
+	db.usage.Note(k.ID, k.LastUsed)
+	return k, nil
+}
+
+// KeyBySecret returns the key whose secret is secret, or ErrNotFound, as
+// Authenticate does but without noting a use.
+func (db *DB) KeyBySecret(ctx context.Context, secret string) (storage.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Key{}, err
+	}
+	k, err := db.keyBySecret(secret)
+	if err != nil {
+		return storage.Key{}, fmt.Errorf("key by secret: %w", err)
+	}
+	db.usage.Apply(&k)
+	return k, nil
+}
+
+// keyBySecret returns the key whose secret is secret as the file holds
+// it, or ErrNotFound.
+func (db *DB) keyBySecret(secret string) (storage.Key, error) {
 	if !storage.ValidSecret(secret) {
 		return storage.Key{}, storage.ErrNotFound
 	}
@@ -170,12 +225,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 		k, _, err = decodeKey(id, v)
 		return err
 	})
-	if err != nil {
-		return storage.Key{}, fmt.Errorf("authenticate: %w", err)
-	}
-	k.LastUsed = record.Milli(db.now())
-	db.usage.Note(k.ID, k.LastUsed)
-	return k, nil
+	return k, err
 }
 
 // flushUsage writes the "last used" times noted since the last flush,

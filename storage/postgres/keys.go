@@ -65,20 +65,47 @@ func (db *DB) CreateKey(ctx context.Context, name string, scope storage.Scope) (
 	if err != nil {
 		return storage.Key{}, "", err
 	}
+	if err := db.insertKey(ctx, k, hash); err != nil {
+		return storage.Key{}, "", err
+	}
+	return k, secret, nil
+}
+
+// CreateKeyWithSecret makes a new API key called name with scope whose
+// secret is secret (storage.ValidSecret, or ErrBadSecret). It returns
+// ErrKeyExists when the name is taken or a key has that secret: of nodes
+// that start together with one BURNER_KEY, one makes the key.
+func (db *DB) CreateKeyWithSecret(ctx context.Context, name string, scope storage.Scope, secret string) (storage.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Key{}, err
+	}
+	k, hash, err := keyring.WithSecret(name, scope, secret, db.now())
+	if err != nil {
+		return storage.Key{}, err
+	}
+	if err := db.insertKey(ctx, k, hash); err != nil {
+		return storage.Key{}, err
+	}
+	return k, nil
+}
+
+// insertKey stores the new key k whose secret hashes to hash, or returns
+// ErrKeyExists when its name is taken or a key has that hash.
+func (db *DB) insertKey(ctx context.Context, k storage.Key, hash storage.KeyHash) error {
 	inboxes := k.Scope.Inboxes
 	if inboxes == nil {
 		inboxes = []string{}
 	}
-	_, err = db.pool.Exec(ctx, `INSERT INTO keys (id, name, created, hash, inboxes, read_only, metrics) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	_, err := db.pool.Exec(ctx, `INSERT INTO keys (id, name, created, hash, inboxes, read_only, metrics) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		k.ID, k.Name, k.Created.UnixMilli(), hash[:], inboxes, k.Scope.ReadOnly, k.Scope.Metrics)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "keys_name_key" {
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && (pgErr.ConstraintName == "keys_name_key" || pgErr.ConstraintName == "keys_hash_key") {
 		err = storage.ErrKeyExists
 	}
 	if err != nil {
-		return storage.Key{}, "", fmt.Errorf("create key %q: %w", k.Name, db.fail(err))
+		return fmt.Errorf("create key %q: %w", k.Name, db.fail(err))
 	}
-	return k, secret, nil
+	return nil
 }
 
 // Keys returns every API key, oldest first (then by name).
@@ -151,8 +178,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	}
 	hash := keyring.Hash(secret)
 	now := record.Milli(db.now())
-	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash[:]))
-	err = db.fail(notFound(err))
+	k, err := db.keyByHash(ctx, hash)
 	db.keys.mu.Lock()
 	defer db.keys.mu.Unlock()
 	switch {
@@ -173,6 +199,31 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 		db.keys.usage.Note(k.ID, now)
 	}
 	return k, nil
+}
+
+// KeyBySecret returns the key whose secret is secret, or ErrNotFound, as
+// Authenticate does but without noting a use. It asks the database each
+// time: storage.ErrUnavailable when it cannot be reached.
+func (db *DB) KeyBySecret(ctx context.Context, secret string) (storage.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Key{}, err
+	}
+	if !storage.ValidSecret(secret) {
+		return storage.Key{}, fmt.Errorf("key by secret: %w", storage.ErrNotFound)
+	}
+	k, err := db.keyByHash(ctx, keyring.Hash(secret))
+	if err != nil {
+		return storage.Key{}, fmt.Errorf("key by secret: %w", err)
+	}
+	db.keys.usage.Apply(&k)
+	return k, nil
+}
+
+// keyByHash returns the key whose secret hashes to hash, as the database
+// holds it, or ErrNotFound.
+func (db *DB) keyByHash(ctx context.Context, hash storage.KeyHash) (storage.Key, error) {
+	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM keys WHERE hash = $1`, hash[:]))
+	return k, db.fail(notFound(err))
 }
 
 func (db *DB) flushUsageEvery(ctx context.Context, every time.Duration) {

@@ -224,3 +224,100 @@ func testStatsAndInboxes(t *testing.T, open Opener) {
 func sameInbox(a, b storage.Inbox) bool {
 	return a.Name == b.Name && a.Emails == b.Emails && a.Newest.Equal(b.Newest)
 }
+
+// testKeyWithSecret: a key made from a given secret (spec §14:
+// BURNER_KEY) authenticates with it as any key does; the secret must be
+// one burner could have made, and names one key only; KeyBySecret finds
+// a key by its secret without counting a use, and a copy keeps it.
+func testKeyWithSecret(t *testing.T, open Opener) {
+	ctx := context.Background()
+	clk := NewClock(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	db := open(t, Config{Now: clk.Now})
+	secret := storage.KeyPrefix + strings.Repeat("Ab9-_", 9) // 45 characters
+	k, err := db.CreateKeyWithSecret(ctx, " env ", storage.Scope{Inboxes: []string{"CI-*"}}, secret)
+	if err != nil || k.Name != "env" || k.ID == "" || !k.Created.Equal(clk.Now()) || !k.LastUsed.IsZero() || !slices.Equal(k.Scope.Inboxes, []string{"ci-*"}) {
+		t.Fatalf("CreateKeyWithSecret(env) = %+v, %v; want env, created now, never used, scope ci-*", k, err)
+	}
+
+	clk.Advance(time.Second)
+	found, err := db.KeyBySecret(ctx, secret)
+	if err != nil || found.ID != k.ID || !found.LastUsed.IsZero() || !slices.Equal(found.Scope.Inboxes, []string{"ci-*"}) {
+		t.Errorf("KeyBySecret = %+v, %v; want env, never used", found, err)
+	}
+	if keys, err := db.Keys(ctx); err != nil || len(keys) != 1 || !keys[0].LastUsed.IsZero() {
+		t.Errorf("Keys after KeyBySecret = %+v, %v; want env, never used: KeyBySecret is no use", keys, err)
+	}
+	got, err := db.Authenticate(ctx, secret)
+	if err != nil || got.ID != k.ID || !got.LastUsed.Equal(clk.Now()) {
+		t.Errorf("Authenticate with the given secret = %+v, %v; want env, used now", got, err)
+	}
+	used := clk.Now()
+	clk.Advance(time.Second)
+	if found, err := db.KeyBySecret(ctx, secret); err != nil || !found.LastUsed.Equal(used) {
+		t.Errorf("KeyBySecret after Authenticate = %+v, %v; want LastUsed %v, as Key shows it", found, err, used)
+	}
+
+	// A made key is found by its secret too.
+	made, madeSecret, err := db.CreateKey(ctx, "made", storage.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := db.KeyBySecret(ctx, madeSecret); err != nil || found.ID != made.ID {
+		t.Errorf("KeyBySecret of a made key = %+v, %v; want %s", found, err, made.ID)
+	}
+	for _, s := range []string{"", "bnr_nope", secret + "x", strings.TrimPrefix(secret, storage.KeyPrefix), storage.KeyPrefix + strings.Repeat("b", 43)} {
+		if k, err := db.KeyBySecret(ctx, s); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("KeyBySecret(%q) = %+v, %v; want ErrNotFound", s, k, err)
+		}
+	}
+
+	// The name and the secret are each one key's.
+	if k, err := db.CreateKeyWithSecret(ctx, "env", storage.Scope{}, storage.KeyPrefix+strings.Repeat("c", 43)); !errors.Is(err, storage.ErrKeyExists) {
+		t.Errorf("CreateKeyWithSecret of a taken name = %+v, %v; want ErrKeyExists", k, err)
+	}
+	if k, err := db.CreateKeyWithSecret(ctx, "other", storage.Scope{}, secret); !errors.Is(err, storage.ErrKeyExists) {
+		t.Errorf("CreateKeyWithSecret of a taken secret = %+v, %v; want ErrKeyExists", k, err)
+	}
+	if k, err := db.CreateKeyWithSecret(ctx, "other", storage.Scope{}, madeSecret); !errors.Is(err, storage.ErrKeyExists) {
+		t.Errorf("CreateKeyWithSecret of a made key's secret = %+v, %v; want ErrKeyExists", k, err)
+	}
+	for _, bad := range []string{"", "bnr_", storage.KeyPrefix + strings.Repeat("a", 42), strings.Repeat("a", 47),
+		"BNR_" + strings.Repeat("a", 43), storage.KeyPrefix + strings.Repeat("a", 42) + "=", storage.KeyPrefix + strings.Repeat("a", 42) + "+",
+		storage.KeyPrefix + strings.Repeat("a", 42) + "/", storage.KeyPrefix + " " + strings.Repeat("a", 43), storage.KeyPrefix + strings.Repeat("é", 43)} {
+		if k, err := db.CreateKeyWithSecret(ctx, "bad", storage.Scope{}, bad); !errors.Is(err, storage.ErrBadSecret) {
+			t.Errorf("CreateKeyWithSecret with secret %q = %+v, %v; want ErrBadSecret", bad, k, err)
+		}
+	}
+	other := storage.KeyPrefix + strings.Repeat("d", 60)
+	if _, err := db.CreateKeyWithSecret(ctx, "", storage.Scope{}, other); !errors.Is(err, storage.ErrBadKeyName) {
+		t.Errorf("CreateKeyWithSecret without a name: %v, want ErrBadKeyName", err)
+	}
+	if _, err := db.CreateKeyWithSecret(ctx, "bad", storage.Scope{Inboxes: []string{"a b"}}, other); !errors.Is(err, storage.ErrBadInboxPattern) {
+		t.Errorf("CreateKeyWithSecret with a bad pattern: %v, want ErrBadInboxPattern", err)
+	}
+	if keys, err := db.Keys(ctx); err != nil || len(keys) != 2 {
+		t.Errorf("after the refusals, Keys = %d keys, %v; want env and made", len(keys), err)
+	}
+	long, err := db.CreateKeyWithSecret(ctx, "long", storage.Scope{Metrics: true}, other)
+	if err != nil || !long.Scope.Metrics {
+		t.Errorf("CreateKeyWithSecret with a 60-character metrics secret = %+v, %v", long, err)
+	}
+
+	dst := open(t, Config{Now: clk.Now})
+	if _, err := dst.Import(ctx, db, nil); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if found, err := dst.KeyBySecret(ctx, secret); err != nil || found.ID != k.ID || found.Name != "env" {
+		t.Errorf("KeyBySecret on a copy = %+v, %v; want env", found, err)
+	}
+
+	if _, err := db.RevokeKey(ctx, "env"); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := db.KeyBySecret(ctx, secret); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("KeyBySecret after RevokeKey = %+v, %v; want ErrNotFound", k, err)
+	}
+	if _, err := db.CreateKeyWithSecret(ctx, "env", storage.Scope{}, secret); err != nil {
+		t.Errorf("CreateKeyWithSecret again after RevokeKey: %v", err)
+	}
+}

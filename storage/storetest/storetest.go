@@ -51,6 +51,7 @@ func Run(t *testing.T, open Opener) {
 		{"Changed", testChanged},
 		{"Keys", testKeys},
 		{"KeyLastUsed", testKeyLastUsed},
+		{"KeyWithSecret", testKeyWithSecret},
 		{"KeyScopes", testKeyScopes},
 		{"MetricsKey", testMetricsKey},
 		{"MaxPerInboxAtDelivery", testMaxPerInboxAtDelivery},

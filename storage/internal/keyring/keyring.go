@@ -23,23 +23,40 @@ import (
 // secret, which is all a store keeps of it. The key's scope is scope in
 // the form storage.CleanScope gives it. It returns storage.ErrBadKeyName
 // for a name that fails storage.ValidKeyName, and an error wrapping
-// storage.ErrBadInboxPattern for a bad pattern.
+// storage.ErrBadInboxPattern (or storage.ErrMetricsScope) for a bad
+// scope.
 func New(name string, scope storage.Scope, now time.Time) (storage.Key, string, storage.KeyHash, error) {
-	name = strings.TrimSpace(name)
-	if !storage.ValidKeyName(name) {
-		return storage.Key{}, "", storage.KeyHash{}, fmt.Errorf("create key %q: %w", name, storage.ErrBadKeyName)
-	}
-	scope, err := storage.CleanScope(scope)
-	if err != nil {
-		return storage.Key{}, "", storage.KeyHash{}, fmt.Errorf("create key %q: %w", name, err)
-	}
-	var buf [32 + 6]byte
+	var buf [32]byte
 	if _, err := rand.Read(buf[:]); err != nil {
 		return storage.Key{}, "", storage.KeyHash{}, fmt.Errorf("create key: %w", err)
 	}
-	secret := storage.KeyPrefix + base64.RawURLEncoding.EncodeToString(buf[:32])
-	k := storage.Key{ID: hex.EncodeToString(buf[32:]), Name: name, Created: record.Milli(now), Scope: scope}
-	return k, secret, Hash(secret), nil
+	secret := storage.KeyPrefix + base64.RawURLEncoding.EncodeToString(buf[:])
+	k, hash, err := WithSecret(name, scope, secret, now)
+	return k, secret, hash, err
+}
+
+// WithSecret makes a new API key called name with scope, created at now,
+// whose secret is secret, and returns it with the hash of the secret: as
+// New does, and storage.ErrBadSecret for a secret that fails
+// storage.ValidSecret.
+func WithSecret(name string, scope storage.Scope, secret string, now time.Time) (storage.Key, storage.KeyHash, error) {
+	name = strings.TrimSpace(name)
+	if !storage.ValidKeyName(name) {
+		return storage.Key{}, storage.KeyHash{}, fmt.Errorf("create key %q: %w", name, storage.ErrBadKeyName)
+	}
+	if !storage.ValidSecret(secret) {
+		return storage.Key{}, storage.KeyHash{}, fmt.Errorf("create key %q: %w", name, storage.ErrBadSecret)
+	}
+	scope, err := storage.CleanScope(scope)
+	if err != nil {
+		return storage.Key{}, storage.KeyHash{}, fmt.Errorf("create key %q: %w", name, err)
+	}
+	var id [6]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return storage.Key{}, storage.KeyHash{}, fmt.Errorf("create key: %w", err)
+	}
+	k := storage.Key{ID: hex.EncodeToString(id[:]), Name: name, Created: record.Milli(now), Scope: scope}
+	return k, Hash(secret), nil
 }
 
 // Hash returns the hash under which a store finds the key of secret.
