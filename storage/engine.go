@@ -98,9 +98,9 @@ type Engine interface {
 	// and notes its use without a write per request (spec §1).
 	Authenticate(ctx context.Context, secret string) (Key, error)
 	// KeyBySecret returns the key whose secret is secret, or ErrNotFound
-	// (also for a secret that fails ValidSecret), as Authenticate does
-	// but without noting a use: for the server's own checks at start,
-	// which are no use of the key.
+	// (always for a secret that fails ValidSecret, which no key has), as
+	// Authenticate does but without noting a use: for the server's own
+	// checks at start, which are no use of the key.
 	KeyBySecret(ctx context.Context, secret string) (Key, error)
 
 	// Stats counts what the store holds.

@@ -50,8 +50,8 @@ type KeyHash [sha256.Size]byte
 // ValidSecret reports whether secret may be a key's: KeyPrefix followed
 // by at least MinSecretChars characters of base64url (RFC 4648 §5, no
 // padding). Every secret burner makes is one, and a key made from a
-// given secret (Engine.CreateKeyWithSecret) must be one; Authenticate
-// looks up no other.
+// given secret (Engine.CreateKeyWithSecret) must be one, so no key has a
+// secret that fails it.
 func ValidSecret(secret string) bool {
 	rest, ok := strings.CutPrefix(secret, KeyPrefix)
 	if !ok || len(rest) < MinSecretChars {

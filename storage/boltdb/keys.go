@@ -207,7 +207,7 @@ func (db *DB) KeyBySecret(ctx context.Context, secret string) (storage.Key, erro
 // keyBySecret returns the key whose secret is secret as the file holds
 // it, or ErrNotFound.
 func (db *DB) keyBySecret(secret string) (storage.Key, error) {
-	if !storage.ValidSecret(secret) {
+	if !keyring.Plausible(secret) {
 		return storage.Key{}, storage.ErrNotFound
 	}
 	hash := keyring.Hash(secret)

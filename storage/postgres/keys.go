@@ -173,7 +173,7 @@ func (db *DB) Authenticate(ctx context.Context, secret string) (storage.Key, err
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err
 	}
-	if !storage.ValidSecret(secret) {
+	if !keyring.Plausible(secret) {
 		return storage.Key{}, fmt.Errorf("authenticate: %w", storage.ErrNotFound)
 	}
 	hash := keyring.Hash(secret)
@@ -208,7 +208,7 @@ func (db *DB) KeyBySecret(ctx context.Context, secret string) (storage.Key, erro
 	if err := ctx.Err(); err != nil {
 		return storage.Key{}, err
 	}
-	if !storage.ValidSecret(secret) {
+	if !keyring.Plausible(secret) {
 		return storage.Key{}, fmt.Errorf("key by secret: %w", storage.ErrNotFound)
 	}
 	k, err := db.keyByHash(ctx, keyring.Hash(secret))

@@ -59,6 +59,13 @@ func WithSecret(name string, scope storage.Scope, secret string, now time.Time) 
 	return k, Hash(secret), nil
 }
 
+// Plausible reports whether secret is worth a lookup: it starts with
+// storage.KeyPrefix. Every key's secret passes storage.ValidSecret, so a
+// lookup of one that does not finds nothing; the check is kept this loose
+// so that what a lookup answers (a key, none, or a store out of reach)
+// is the same for any token that looks like a key.
+func Plausible(secret string) bool { return strings.HasPrefix(secret, storage.KeyPrefix) }
+
 // Hash returns the hash under which a store finds the key of secret.
 func Hash(secret string) storage.KeyHash { return sha256.Sum256([]byte(secret)) }
 
