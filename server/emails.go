@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"math/bits"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,43 +14,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"burner/emailjson"
 	"burner/storage"
 )
-
-// timeLayout is spec §3's receivedAt: ISO 8601, UTC, milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z"
 
 // defaultLimit and maxLimit bound a list (spec §4).
 const (
 	defaultLimit = 10
 	maxLimit     = 10
 )
-
-// emailJSON is an Email on the wire: exactly spec §3's eight
-// fields, in its order (spec §3).
-type emailJSON struct {
-	ID          string  `json:"id"`
-	ToAddress   string  `json:"toAddress"`
-	FromAddress string  `json:"fromAddress"`
-	FromName    string  `json:"fromName"`
-	Subject     *string `json:"subject"`
-	Body        *string `json:"body"`
-	ReceivedAt  string  `json:"receivedAt"`
-	Read        bool    `json:"read"`
-}
-
-func newEmailJSON(e storage.Email) emailJSON {
-	return emailJSON{
-		ID:          e.ID,
-		ToAddress:   e.To,
-		FromAddress: e.From,
-		FromName:    e.FromName,
-		Subject:     e.Subject,
-		Body:        e.Body,
-		ReceivedAt:  e.ReceivedAt.UTC().Format(timeLayout),
-		Read:        e.Read,
-	}
-}
 
 func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
 	q, err := listQuery(r.URL.RawQuery)
@@ -70,10 +41,9 @@ func (s *Server) handleListEmails(w http.ResponseWriter, r *http.Request) {
 // listBuffers holds the buffers writeEmails encodes into.
 var listBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// writeEmails answers 200 with emails as a JSON array of emailJSON, the
-// bytes writeJSON would write ([] rather than null when empty), without its
-// reflection: a list is the API's hottest answer, and most of its bytes are
-// bodies to escape.
+// writeEmails answers 200 with emails as a JSON array of emailjson.Email,
+// the bytes writeJSON would write ([] rather than null when empty), with
+// emailjson.Append: a list is the API's hottest answer.
 func writeEmails(w http.ResponseWriter, emails []storage.Email) {
 	bp := listBuffers.Get().(*[]byte)
 	// Bodies are most of a list's bytes and escape mostly to themselves:
@@ -95,7 +65,7 @@ func writeEmails(w http.ResponseWriter, emails []storage.Email) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendEmailJSON(b, &emails[i])
+		b = emailjson.Append(b, &emails[i])
 	}
 	b = append(b, ']', '\n') // json.Encoder ends each value with a newline
 	h := w.Header()
@@ -107,116 +77,6 @@ func writeEmails(w http.ResponseWriter, emails []storage.Email) {
 		*bp = b
 		listBuffers.Put(bp)
 	}
-}
-
-// appendEmailJSON appends newEmailJSON(*e) as encoding/json writes it
-// with SetEscapeHTML(false): the fields in emailJSON's order.
-func appendEmailJSON(b []byte, e *storage.Email) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, e.ID)
-	b = append(b, `,"toAddress":`...)
-	b = appendJSONString(b, e.To)
-	b = append(b, `,"fromAddress":`...)
-	b = appendJSONString(b, e.From)
-	b = append(b, `,"fromName":`...)
-	b = appendJSONString(b, e.FromName)
-	b = append(b, `,"subject":`...)
-	b = appendNullableJSONString(b, e.Subject)
-	b = append(b, `,"body":`...)
-	b = appendNullableJSONString(b, e.Body)
-	b = append(b, `,"receivedAt":"`...)
-	b = e.ReceivedAt.UTC().AppendFormat(b, timeLayout)
-	b = append(b, `","read":`...)
-	b = strconv.AppendBool(b, e.Read)
-	return append(b, '}')
-}
-
-func appendNullableJSONString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendJSONString(b, *s)
-}
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it with SetEscapeHTML(false): quote, backslash and control
-// characters (\b \f \n \r \t short), U+2028 and U+2029, and each byte of
-// invalid UTF-8 as \ufffd. It skips eight plain ASCII bytes at a time,
-// which is most of an HTML body between its quotes.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			special := specialJSON8(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
-			if special == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(special) / 8 // the bytes before it are plain
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// specialJSON8 returns, for the 8 bytes of x (the first in the low byte), a
-// mask whose lowest set bit is in the first that JSON does not keep as it
-// is (a control character, quote, backslash or byte above 0x7f); 0 when
-// they are all plain. These are the SWAR tests of "Bit Twiddling Hacks":
-// a borrow may set bits above the first special byte, never below it.
-func specialJSON8(x uint64) uint64 {
-	const (
-		ones = 0x0101010101010101
-		high = 0x8080808080808080
-	)
-	below := (x - 0x20*ones) &^ x
-	quote := ((x ^ '"'*ones) - ones) &^ (x ^ '"'*ones)
-	slash := ((x ^ '\\'*ones) - ones) &^ (x ^ '\\'*ones)
-	return (below | quote | slash | x) & high
 }
 
 // decimal parses s, which must be decimal digits alone: strconv.Atoi
@@ -353,7 +213,7 @@ func (s *Server) handleGetEmail(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err) // ErrNotFound also for an id that is not a UUID (spec §4)
 		return
 	}
-	writeJSON(w, http.StatusOK, newEmailJSON(e))
+	writeJSON(w, http.StatusOK, emailjson.New(e))
 }
 
 func (s *Server) handleDeleteEmail(w http.ResponseWriter, r *http.Request) {

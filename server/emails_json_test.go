@@ -7,15 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
 // encodeList is what writeJSON writes for a list: the bytes writeEmails
 // must write.
 func encodeList(t testing.TB, emails []storage.Email) []byte {
-	out := make([]emailJSON, 0, len(emails))
+	out := make([]emailjson.Email, 0, len(emails))
 	for _, e := range emails {
-		out = append(out, newEmailJSON(e))
+		out = append(out, emailjson.New(e))
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -69,42 +70,5 @@ func FuzzWriteEmails(f *testing.F) {
 			e.Body = &s
 		}
 		checkWriteEmails(t, []storage.Email{e})
-	})
-}
-
-func BenchmarkWriteEmails(b *testing.B) {
-	body := `<table width="100%" cellpadding="0"><tr><td style="padding: 24px; font-family: Arial, sans-serif">` +
-		`<p style="margin: 0 0 12px 0">Send please renewal expired shipping and that good the trial the. Up package of in on ready.</p>`
-	for len(body) < 2000 {
-		body += body
-	}
-	emails := make([]storage.Email, 10)
-	for i := range emails {
-		emails[i] = storage.Email{ID: "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11", To: "bench@inbox.test", From: "news@shop1.example.com",
-			FromName: "Shop Team", Subject: ptr("May the item to and you renewal"), Body: &body, ReceivedAt: time.Unix(1_700_000_000, 0)}
-	}
-	b.Run("append", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf []byte
-		for b.Loop() {
-			buf = buf[:0]
-			for i := range emails {
-				buf = appendEmailJSON(buf, &emails[i])
-			}
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		for b.Loop() {
-			buf.Reset()
-			out := make([]emailJSON, 0, len(emails))
-			for _, e := range emails {
-				out = append(out, newEmailJSON(e))
-			}
-			enc.Encode(out)
-		}
 	})
 }

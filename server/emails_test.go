@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -27,7 +28,7 @@ func (a *apiTest) listIDs(q url.Values) []string {
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/json" {
 		a.t.Fatalf("GET %s: %d %s %s, want 200 JSON", path, res.status, res.header.Get("Content-Type"), res.body)
 	}
-	var got []emailJSON
+	var got []emailjson.Email
 	if err := json.Unmarshal([]byte(res.body), &got); err != nil {
 		a.t.Fatalf("GET %s: %v in %s", path, err, res.body)
 	}

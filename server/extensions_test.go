@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -286,7 +287,7 @@ func TestEvents(t *testing.T) {
 	first := a.deliver("live@example.com", storage.Message{Subject: ptr("first")})
 	a.deliver("other@example.com", storage.Message{Subject: ptr("elsewhere")})
 	ev := readEvent(t, stream)
-	var e emailJSON
+	var e emailjson.Email
 	if err := json.Unmarshal([]byte(ev.data), &e); err != nil || ev.id != first.ID || ev.event != "email" || e.ID != first.ID || *e.Subject != "first" {
 		t.Fatalf("event = %+v (%v), want the email %s", ev, err, first.ID)
 	}

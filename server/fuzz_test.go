@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
@@ -313,7 +314,7 @@ func checkEmails(t *testing.T, what string, data []byte, q storage.Query) {
 		if !slices.Equal(keys, emailFields) {
 			t.Fatalf("%s: email %d has fields %q, want %q", what, i, keys, emailFields)
 		}
-		var email emailJSON
+		var email emailjson.Email
 		raw, _ := json.Marshal(e)
 		if err := json.Unmarshal(raw, &email); err != nil {
 			t.Fatalf("%s: email %d: %v", what, i, err)
@@ -322,7 +323,7 @@ func checkEmails(t *testing.T, what string, data []byte, q storage.Query) {
 		if !strings.EqualFold(local, q.LocalPart) {
 			t.Fatalf("%s: email %d is to %q, want inbox %q", what, i, email.ToAddress, q.LocalPart)
 		}
-		at, err := time.Parse(timeLayout, email.ReceivedAt)
+		at, err := time.Parse(emailjson.TimeLayout, email.ReceivedAt)
 		if err != nil {
 			t.Fatalf("%s: email %d receivedAt %q: %v", what, i, email.ReceivedAt, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"burner/codes"
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -255,7 +256,7 @@ func (s *Server) newMCPServer(readOnly bool) *mcp.Server {
 }
 
 // mcpEmail is an email as list_emails and wait_for_email give it: the
-// API's fields (emailJSON) without the HTML body, which read_email gives
+// API's fields (emailjson.Email) without the HTML body, which read_email gives
 // when asked.
 type mcpEmail struct {
 	ID          string  `json:"id" jsonschema:"the email's id, for read_email and the other tools"`
@@ -268,7 +269,7 @@ type mcpEmail struct {
 }
 
 func newMCPEmail(e storage.Email) mcpEmail {
-	j := newEmailJSON(e)
+	j := emailjson.New(e)
 	return mcpEmail{ID: j.ID, ToAddress: j.ToAddress, FromAddress: j.FromAddress, FromName: j.FromName,
 		Subject: j.Subject, ReceivedAt: j.ReceivedAt, Read: j.Read}
 }
@@ -471,7 +472,7 @@ func (s *Server) toolReadEmail(ctx context.Context, in readEmailIn) (readEmailOu
 	if err != nil {
 		return readEmailOut{}, err
 	}
-	j := newEmailJSON(e)
+	j := emailjson.New(e)
 	out := readEmailOut{
 		ID: j.ID, ToAddress: j.ToAddress, FromAddress: j.FromAddress, FromName: j.FromName, Subject: j.Subject,
 		ReceivedAt: j.ReceivedAt, Read: j.Read,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -99,11 +100,11 @@ func signWebhook(key []byte, id, timestamp string, body []byte) string {
 // for every attempt, so that a receiver may compare retries.
 func webhookBody(e storage.Email) []byte {
 	type event struct {
-		Type      string    `json:"type"`
-		Timestamp string    `json:"timestamp"`
-		Data      emailJSON `json:"data"`
+		Type      string          `json:"type"`
+		Timestamp string          `json:"timestamp"`
+		Data      emailjson.Email `json:"data"`
 	}
-	data := newEmailJSON(e)
+	data := emailjson.New(e)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as the API writes bodies

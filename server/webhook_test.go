@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"burner/emailjson"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
@@ -271,7 +272,7 @@ func TestWebhooksDeliver(t *testing.T) {
 		if err := json.Unmarshal(r.body, &body); err != nil || len(body) != 3 {
 			t.Fatalf("body %s: want an object of type, timestamp and data (%v)", r.body, err)
 		}
-		wantData, _ := json.Marshal(newEmailJSON(want))
+		wantData, _ := json.Marshal(emailjson.New(want))
 		var data, wantMap map[string]any
 		json.Unmarshal(body["data"], &data)
 		json.Unmarshal(wantData, &wantMap)
