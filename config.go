@@ -15,7 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"burner/server"
+	"burner/webhook"
 )
 
 // Config is burner's configuration; config.example.toml documents each key.
@@ -38,9 +38,9 @@ type WebhookConfig struct {
 	Secret  string   `toml:"secret"`
 }
 
-// webhook returns the entry as the server takes it.
-func (w WebhookConfig) webhook() server.Webhook {
-	return server.Webhook{URL: w.URL, Inboxes: w.Inboxes, Secret: w.Secret}
+// webhook returns the entry as the delivery worker takes it.
+func (w WebhookConfig) webhook() webhook.Hook {
+	return webhook.Hook{URL: w.URL, Inboxes: w.Inboxes, Secret: w.Secret}
 }
 
 type SMTPConfig struct {

@@ -22,6 +22,7 @@ import (
 	"burner/server"
 	"burner/smtpd"
 	"burner/storage"
+	"burner/webhook"
 )
 
 func newServeCmd() *cobra.Command {
@@ -69,8 +70,8 @@ type app struct {
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
-	webhooks              *server.Webhooks // nil for a store that keeps no outbox
-	smtpDown              atomic.Bool      // the SMTP server has stopped serving
+	webhooks              *webhook.Worker // nil for a store that keeps no outbox
+	smtpDown              atomic.Bool     // the SMTP server has stopped serving
 
 	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
 	hup                chan os.Signal // SIGHUP, from start until run returns
@@ -149,7 +150,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			a.close()
 		}
 	}()
-	webhooks := make([]server.Webhook, len(cfg.Webhooks))
+	webhooks := make([]webhook.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
 		webhooks[i] = w.webhook()
 	}
@@ -201,7 +202,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	reg.MustRegister(a.sweptTotal)
 	a.node = nodeName(cfg.Node, a.smtpLn.Addr())
 	if ob, ok := a.db.(storage.Outbox); ok {
-		a.webhooks, err = server.NewWebhooks(ob, server.WebhookOptions{Hooks: webhooks, Node: a.node, Metrics: reg},
+		a.webhooks, err = webhook.New(ob, webhook.Options{Hooks: webhooks, Node: a.node, Metrics: reg},
 			log.With("component", "webhooks"))
 		if err != nil {
 			return nil, err

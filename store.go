@@ -78,7 +78,7 @@ func showData(data string) string {
 func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (storage.Store, error) {
 	hooks := make([]storage.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
-		hooks[i] = w.webhook().Hook()
+		hooks[i] = w.webhook().StorageHook()
 	}
 	if isPostgres(cfg.Data) {
 		return openPostgres(ctx, cfg, mode, hooks, log)
