@@ -55,6 +55,10 @@ type Options struct {
 	Version string
 }
 
+// DefaultMaxQueryBytes is what a zero Options.MaxQueryBytes means: no
+// filter needs more.
+const DefaultMaxQueryBytes = 4 << 10
+
 // Server answers HTTP requests from one storage.Store. It is safe for
 // concurrent use.
 type Server struct {
@@ -85,7 +89,7 @@ func New(db storage.Store, opts Options, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxQueryBytes == 0 {
-		opts.MaxQueryBytes = 4 << 10
+		opts.MaxQueryBytes = DefaultMaxQueryBytes
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

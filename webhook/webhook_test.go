@@ -24,4 +24,3 @@ func TestHookCheck(t *testing.T) {
 		t.Errorf("ID() = %q, want the host and 8 hex digits, without the path", id)
 	}
 }
-
