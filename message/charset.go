@@ -83,8 +83,8 @@ func isUTF16(name string) bool {
 // decodeUTF16 returns data, labelled UTF-16, as valid UTF-8: in the byte
 // order of its BOM, else little-endian. Browsers read the label so
 // (WHATWG Encoding: "utf-16" is UTF-16LE) and Windows mailers write it so;
-// RFC 2781's big-endian default made their text CJK noise (issue 23, the
-// real-world corpus's spamassassin/spam/utf16.eml).
+// RFC 2781's big-endian default made their text CJK noise (the real-world
+// corpus's spamassassin/spam/utf16.eml).
 func decodeUTF16(data []byte) string {
 	out, _ := unicode.UTF16(unicode.LittleEndian, unicode.UseBOM).NewDecoder().Bytes(data)
 	return validUTF8(string(out))

@@ -18,7 +18,8 @@ import (
 	"burner/storage"
 )
 
-// Issue 15: a public MX under attack. The tests of the HTTP and UI parts.
+// A public MX under attack (docs/hostile-mail.md): the tests of the HTTP
+// and UI parts.
 
 func TestLocalNextHostile(t *testing.T) {
 	for next, want := range map[string]string{
