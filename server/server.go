@@ -17,6 +17,10 @@ import (
 	"burner/storage"
 )
 
+// DefaultMaxQueryBytes is what a zero Options.MaxQueryBytes means: no
+// filter needs more.
+const DefaultMaxQueryBytes = 4 << 10
+
 // Options tune New. The zero value gives the defaults.
 type Options struct {
 	// UI enables the web UI at "/" (spec §5). Without it, everything
@@ -54,10 +58,6 @@ type Options struct {
 	// Version is burner's version, which MCP clients are told.
 	Version string
 }
-
-// DefaultMaxQueryBytes is what a zero Options.MaxQueryBytes means: no
-// filter needs more.
-const DefaultMaxQueryBytes = 4 << 10
 
 // Server answers HTTP requests from one storage.Store. It is safe for
 // concurrent use.
