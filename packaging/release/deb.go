@@ -23,7 +23,8 @@ var units = []string{"burner.service", "burner-backup.service", "burner-backup.t
 var debDescription = []string{
 	"disposable-inbox appliance: SMTP in, REST API out",
 	"burner receives mail over SMTP for its inbox domains, keeps it in one",
-	"bbolt file and serves it through a REST API and a web UI.",
+	"bbolt file or in a PostgreSQL database that several nodes share, and",
+	"serves it through a REST API, MCP and a web UI.",
 }
 
 // debFile is one file of the package: where it goes, its bytes and its
