@@ -39,36 +39,22 @@ func checkWriteEmails(t *testing.T, emails []storage.Email) {
 	}
 }
 
-var jsonStrings = []string{
-	"", "plain", `<p class="x">Tom & "Jerry" \ 'quotes'</p>`, "tab\tnew\nline\rcr\bback\fform\x00nul\x1f\x7f",
-	"Grüße 😀 \u2028 \u2029 \u00a0", "bad \xff\xfe utf8 \xc3", "12345678\"2345678\\", "long ascii run without anything to escape at all",
-}
-
+// TestWriteEmailsMatchesEncodingJSON: the list around the emails is
+// what encoding/json writes: [] for none, commas between, a newline after;
+// emailjson's tests hold each email's bytes to encoding/json's.
 func TestWriteEmailsMatchesEncodingJSON(t *testing.T) {
 	checkWriteEmails(t, nil)
 	var emails []storage.Email
-	for i, s := range jsonStrings {
+	for i, s := range []string{"plain", `<p class="x">Tom & "Jerry" \ 'quotes'</p>`, "tab\tnew\nline \u2028 bad \xff utf8"} {
 		e := storage.Email{
 			ID: "8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11", To: s, From: s, FromName: s,
 			ReceivedAt: time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC), Read: i%2 == 0,
 		}
-		if i%3 != 0 {
+		if i > 0 {
 			e.Subject, e.Body = ptr(s), ptr(s+s)
 		}
+		checkWriteEmails(t, []storage.Email{e})
 		emails = append(emails, e)
 	}
 	checkWriteEmails(t, emails)
-}
-
-func FuzzWriteEmails(f *testing.F) {
-	for _, s := range jsonStrings {
-		f.Add(s, true)
-	}
-	f.Fuzz(func(t *testing.T, s string, withBody bool) {
-		e := storage.Email{ID: s, To: s, FromName: s, ReceivedAt: time.Unix(1_700_000_000, 0)}
-		if withBody {
-			e.Body = &s
-		}
-		checkWriteEmails(t, []storage.Email{e})
-	})
 }

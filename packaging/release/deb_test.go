@@ -3,10 +3,8 @@ package main
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"crypto/md5"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,31 +41,6 @@ func readAr(t *testing.T, b []byte) []arMember {
 	return out
 }
 
-// readTarGz returns the entries of a tar.gz held in memory.
-func readTarGz(t *testing.T, b []byte) []tarEntry {
-	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(zr)
-	var out []tarEntry
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, tarEntry{h, data})
-	}
-}
-
 // TestWriteDeb writes a package of a stand-in binary from this tree and
 // reads it back as dpkg does: the three members in order, the control
 // file, md5sums and conffiles that agree with the files, every directory
@@ -98,7 +71,7 @@ func TestWriteDeb(t *testing.T) {
 		t.Errorf("debian-binary = %q, want 2.0", members[0].data)
 	}
 
-	data := readTarGz(t, members[2].data)
+	data := readTarGz(t, "data.tar.gz", members[2].data)
 	var (
 		listing []string
 		sums    strings.Builder
@@ -143,7 +116,7 @@ func TestWriteDeb(t *testing.T) {
 
 	control := map[string]tarEntry{}
 	var order []string
-	for _, e := range readTarGz(t, members[1].data) {
+	for _, e := range readTarGz(t, "control.tar.gz", members[1].data) {
 		control[e.hdr.Name] = e
 		order = append(order, fmt.Sprintf("%s %o", e.hdr.Name, e.hdr.Mode))
 	}
