@@ -22,7 +22,7 @@ func (e badRequest) Error() string { return string(e) }
 // paramError is a request parameter the API refuses (spec §4): a
 // badRequest that says which parameter it is about, so that a protocol
 // that calls the parameter otherwise (MCP's inbox is the API's to) can
-// say so without reading the message.
+// name its own (named) without comparing messages.
 type paramError struct {
 	// Param names the parameter as the REST API does ("to", "limit");
 	// "" for a rule over several.
