@@ -15,7 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"burner/server"
+	"burner/webhook"
 )
 
 // Config is burner's configuration; config.example.toml documents each key.
@@ -38,9 +38,9 @@ type WebhookConfig struct {
 	Secret  string   `toml:"secret"`
 }
 
-// webhook returns the entry as the server takes it.
-func (w WebhookConfig) webhook() server.Webhook {
-	return server.Webhook{URL: w.URL, Inboxes: w.Inboxes, Secret: w.Secret}
+// webhook returns the entry as the delivery worker takes it.
+func (w WebhookConfig) webhook() webhook.Hook {
+	return webhook.Hook{URL: w.URL, Inboxes: w.Inboxes, Secret: w.Secret}
 }
 
 type SMTPConfig struct {
@@ -120,41 +120,6 @@ func (d *duration) UnmarshalText(b []byte) error {
 	}
 	d.Duration = v
 	return nil
-}
-
-func defaultConfig() Config {
-	return Config{
-		Data: "burner.db",
-		SMTP: SMTPConfig{
-			Listen:          "127.0.0.1:2525",
-			Hostname:        "localhost",
-			Domains:         []string{},
-			MaxMessageBytes: 10 << 20,
-			MaxRecipients:   100,
-			MaxConnections:  100,
-			TrustedNetworks: []string{"127.0.0.0/8", "::1/128"},
-			CommandTimeout:  duration{5 * time.Minute},
-			DataTimeout:     duration{10 * time.Minute},
-			MaxLineLength:   2000,
-			MaxBodyBytes:    1 << 20,
-		},
-		HTTP: HTTPConfig{
-			Listen:            "127.0.0.1:8080",
-			ReadHeaderTimeout: duration{10 * time.Second},
-			ReadTimeout:       duration{30 * time.Second},
-			WriteTimeout:      duration{90 * time.Second}, // room for a long poll of up to 60s
-			IdleTimeout:       duration{120 * time.Second},
-			MaxHeaderBytes:    64 << 10,
-			MaxQueryBytes:     4 << 10,
-		},
-		Retention: RetentionConfig{
-			MaxAge:        duration{168 * time.Hour},
-			MaxPerInbox:   1000,
-			SweepInterval: duration{time.Minute},
-		},
-		UI:  UIConfig{Enabled: true},
-		Log: LogConfig{Format: "text", Level: "info"},
-	}
 }
 
 // defaultConfigFile is read when --config is not given, if it exists.

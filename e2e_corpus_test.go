@@ -26,7 +26,7 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// The real-world corpus (issue 23): messages from other projects' test
+// The real-world corpus: messages from other projects' test
 // data, as their mailers and their bugs made them (LF line endings, long
 // lines, raw 8-bit headers, broken MIME), each delivered over real SMTP and
 // read back over the API. testdata/realworld/SOURCES.md names where each
@@ -219,8 +219,7 @@ func readBack(t *testing.T, ta *testApp, name, inbox string, raw []byte) *realWo
 		r.Raw = fmt.Sprintf("differs from octet %d: stored %q, sent %q", i, excerpt(src, i), excerpt(sent, i))
 		// A dot that starts a line after a bare LF is doubled by the
 		// sender (smtplib), and undone only once burner takes a bare LF
-		// for a line end (issue 23): the golden file records it until
-		// then. Mail with CRLF line endings has no such excuse.
+		// for a line end: the golden file records it until then. Mail with CRLF line endings has no such excuse.
 		if !bytes.Contains(raw, []byte("\n.")) || bytes.Count(raw, []byte("\n")) == bytes.Count(raw, []byte("\r\n")) {
 			t.Errorf("%s: GET /raw %s", name, r.Raw)
 		} else {
@@ -288,7 +287,7 @@ func readBack(t *testing.T, ta *testApp, name, inbox string, raw []byte) *realWo
 }
 
 // isC0 reports whether r is a C0 control other than tab, LF and CR: HTML
-// cannot carry them (issue 23).
+// cannot carry them.
 func isC0(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }
 
 // sendRaw delivers raw to rcpt as smtplib.sendmail(from, [rcpt], raw)

@@ -22,6 +22,7 @@ import (
 	"burner/server"
 	"burner/smtpd"
 	"burner/storage"
+	"burner/webhook"
 )
 
 func newServeCmd() *cobra.Command {
@@ -69,7 +70,7 @@ type app struct {
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
-	webhooks              *server.Webhooks
+	webhooks              *webhook.Worker
 	smtpDown              atomic.Bool // the SMTP server has stopped serving
 
 	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
@@ -149,7 +150,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			a.close()
 		}
 	}()
-	webhooks := make([]server.Webhook, len(cfg.Webhooks))
+	webhooks := make([]webhook.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
 		webhooks[i] = w.webhook()
 	}
@@ -200,7 +201,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	})
 	reg.MustRegister(a.sweptTotal)
 	a.node = nodeName(cfg.Node, a.smtpLn.Addr())
-	a.webhooks, err = server.NewWebhooks(a.db, server.WebhookOptions{Hooks: webhooks, Node: a.node, Metrics: reg},
+	a.webhooks, err = webhook.New(a.db, webhook.Options{Hooks: webhooks, Node: a.node, Metrics: reg},
 		log.With("component", "webhooks"))
 	if err != nil {
 		return nil, err

@@ -80,7 +80,7 @@ func showData(data string) string {
 func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (storage.Engine, error) {
 	hooks := make([]storage.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
-		hooks[i] = w.webhook().Hook()
+		hooks[i] = w.webhook().StorageHook()
 	}
 	retention := storage.Retention{
 		MaxAge:      cfg.Retention.MaxAge.Duration,

@@ -155,7 +155,7 @@ func TestWebhookKillNine(t *testing.T) {
 func TestStatsShowsWebhookEvents(t *testing.T) {
 	hook := WebhookConfig{URL: "http://127.0.0.1:1/hook", Secret: hookSecret}.webhook()
 	data := filepath.Join(t.TempDir(), "burner.db")
-	db, err := boltdb.Open(data, boltdb.Options{Hooks: []storage.Hook{hook.Hook()}})
+	db, err := boltdb.Open(data, boltdb.Options{Hooks: []storage.Hook{hook.StorageHook()}})
 	if err != nil {
 		t.Fatal(err)
 	}

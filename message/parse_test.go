@@ -370,7 +370,7 @@ func FuzzParse(f *testing.F) {
 	for _, file := range files {
 		f.Add(mustRead(f, file), goldenEnvelope)
 	}
-	// Controls, raw and as references, in both kinds of body (issue 23).
+	// Controls, raw and as references, in both kinds of body.
 	f.Add([]byte("Content-Type: text/html\r\n\r\n<p>a\x00b&#1;c\x1b&#x0c;</p>\r\n"), goldenEnvelope)
 	f.Add([]byte("Content-Type: text/plain\r\n\r\na\x00b\x01c\x0bd\r\n"), goldenEnvelope)
 	p := New(0)
@@ -390,7 +390,7 @@ func FuzzParse(f *testing.F) {
 			if !utf8.ValidString(*m.Body) {
 				t.Fatalf("parse(%q).Body = %q, not valid UTF-8", raw, *m.Body)
 			}
-			// Issue 23: HTML cannot carry C0 controls but tab, LF and CR.
+			// HTML cannot carry C0 controls but tab, LF and CR.
 			if i := strings.IndexFunc(*m.Body, func(r rune) bool { return r < ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 {
 				t.Fatalf("parse(%q).Body = %q, holds control %q", raw, *m.Body, (*m.Body)[i])
 			}
@@ -503,8 +503,8 @@ func TestTidyLines(t *testing.T) {
 }
 
 // TestUTF16ByteOrder: text labelled UTF-16 is read in the order of its
-// BOM, else little-endian, as browsers read the label (issue 23: the
-// real-world corpus's spamassassin/spam/utf16.eml came out as CJK noise).
+// BOM, else little-endian, as browsers read the label (the real-world
+// corpus's spamassassin/spam/utf16.eml came out as CJK noise).
 func TestUTF16ByteOrder(t *testing.T) {
 	p := New(0)
 	for _, tc := range []struct{ name, word, body, want string }{

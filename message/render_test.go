@@ -102,7 +102,7 @@ func TestBodyHasNoControls(t *testing.T) {
 		{"html references", "Content-Type: text/html\r\n\r\n<p>a&#0;b&#1;c&#x1b;d&#12;e</p>\r\n", "<p>a\uFFFDbcd e</p>", "a\uFFFDbcd e"},
 		{"plain", "Content-Type: text/plain\r\n\r\na\x00b\x01c\x1bd\x0ce\r\nnext\x7f\r\n", "abcd e<br>next\x7f", "ab\x01c\x1bd\x0ce\nnext\x7f"},
 		{"plain utf-16", "Content-Type: text/plain; charset=utf-16le\r\nContent-Transfer-Encoding: base64\r\n\r\nYQABAGIA\r\n", "ab", "a\x01b"},
-		// issue 23: the text of an enclosed message with binary bytes.
+		// The text of an enclosed message with binary bytes.
 		{"enclosed binary", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: message/rfc822\r\n\r\n" +
 			"Subject: inner\r\nContent-Type: text/html\r\nContent-Transfer-Encoding: binary\r\n\r\n<b>x\x00\x02\x03\x04y</b>\r\n--b--\r\n", "<b>xy</b>", "xy"},
 	} {

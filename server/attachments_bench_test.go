@@ -16,8 +16,9 @@ import (
 	"burner/storage"
 )
 
-// tinyParts returns a message of about n parts of one byte each, the shape
-// of issue 15 (217,000 of them fit in 10 MiB with short headers).
+// tinyParts returns a message of about n parts of one byte each, a shape
+// of docs/hostile-mail.md (217,000 of them fit in 10 MiB with short
+// headers).
 func tinyParts(n int) []byte {
 	var b bytes.Buffer
 	b.WriteString("Subject: tiny\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n")
@@ -46,8 +47,8 @@ func bigFile(size int) []byte {
 	return []byte(b.String())
 }
 
-// BenchmarkAttachments measures, for each pathological shape, the costs of
-// issue 15: computing the list on first use (reading the source, walking
+// BenchmarkAttachments measures, for each pathological shape, the costs
+// docs/hostile-mail.md weighs: computing the list on first use (reading the source, walking
 // it, storing the list), the walk alone, listing when the list is stored,
 // and serving one file (the last listed, the farthest walk), through the
 // HTTP handler.

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -270,5 +272,27 @@ func TestControlKeyScope(t *testing.T) {
 	}
 	if keys, err := c.db.Keys(ctx); err != nil || len(keys) != 0 {
 		t.Errorf("Keys after refused patterns = %+v, %v; want none", keys, err)
+	}
+}
+
+// TestControlWaiting: the control socket's /webhooks answers what waits,
+// for `burner stats`.
+func TestControlWaiting(t *testing.T) {
+	hook := storage.Hook{ID: "hooks.example.com-1a2b3c4d"}
+	db := openDBWith(t, boltdb.Options{Hooks: []storage.Hook{hook}})
+	if _, err := db.Deliver(context.Background(), &storage.Message{From: "s@x.test", Raw: []byte("Subject: x\r\n\r\nhi\r\n")},
+		[]string{"a@x.test", "b@x.test"}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(db, Options{}, nil).ControlHandler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/webhooks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var ws []storage.HookWaiting
+	if err := json.NewDecoder(res.Body).Decode(&ws); err != nil || res.StatusCode != 200 || len(ws) != 1 || ws[0].Hook != hook.ID || ws[0].Events != 2 {
+		t.Errorf("GET /webhooks = %d %+v (%v), want 2 events of %s", res.StatusCode, ws, err, hook.ID)
 	}
 }

@@ -8,11 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -27,7 +26,7 @@ func (a *apiTest) listIDs(q url.Values) []string {
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/json" {
 		a.t.Fatalf("GET %s: %d %s %s, want 200 JSON", path, res.status, res.header.Get("Content-Type"), res.body)
 	}
-	var got []emailJSON
+	var got []emailjson.Email
 	if err := json.Unmarshal([]byte(res.body), &got); err != nil {
 		a.t.Fatalf("GET %s: %v in %s", path, err, res.body)
 	}
@@ -413,111 +412,6 @@ func TestClearInbox(t *testing.T) {
 			t.Errorf("list to=%s after clearing alice: %v, want %v", tc.to, got, ids(tc.want...))
 		}
 	}
-}
-
-func TestSplitTerms(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"   ", nil},
-		{"one", []string{"one"}},
-		{"  one  two\tthree\n", []string{"one", "two", "three"}},
-		{`"two words" three`, []string{"two words", "three"}},
-		{`a "  spaced  phrase  " b`, []string{"a", "  spaced  phrase  ", "b"}},
-		{`"unclosed phrase runs on`, []string{"unclosed phrase runs on"}},
-		{`""`, nil},
-		{`a "" b`, []string{"a", "b"}},
-		{`foo"bar baz"`, []string{"foobar baz"}},
-		{"Straße\u00a0STRASSE", []string{"Straße", "STRASSE"}}, // no-break space separates
-		{"bad\xffbyte", []string{"bad\xffbyte"}},
-	} {
-		if got := splitTerms(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("splitTerms(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-func FuzzSplitTerms(f *testing.F) {
-	for _, s := range []string{"", "a b", `"a b" c`, `"open`, "x\u00a0y", "bad\xff"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		terms := splitTerms(s)
-		n := 0
-		for _, term := range terms {
-			if term == "" || strings.Contains(term, `"`) {
-				t.Fatalf("splitTerms(%q) has term %q: empty or quoted", s, term)
-			}
-			n += len(term)
-		}
-		// Terms are the input less quotes and separating spaces.
-		if n > len(s) {
-			t.Fatalf("splitTerms(%q) = %q: longer than the input", s, terms)
-		}
-		if fields := strings.Fields(s); !strings.Contains(s, `"`) && !slices.Equal(terms, fields) && len(fields)+len(terms) > 0 {
-			t.Fatalf("splitTerms(%q) = %q, want strings.Fields: %q", s, terms, strings.Fields(s))
-		}
-	})
-}
-
-func TestParseSince(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want time.Time
-	}{
-		{"0", time.Unix(0, 0)},
-		{"+0", time.Unix(0, 0)},
-		{"-0", time.Unix(0, 0)},
-		{"1741964968", time.Unix(1741964968, 0)},
-		{"1741964968.", time.Unix(1741964968, 0)},
-		{"1741964968.5", time.Unix(1741964968, 500_000_000)},
-		{"1741964968.535", time.Unix(1741964968, 535_000_000)},
-		{"1741964968.123456789", time.Unix(1741964968, 123_456_789)}, // every nanosecond kept
-		{"1741964968.1234567899", time.Unix(1741964968, 123_456_789)},
-		{"0001741964968.000000001", time.Unix(1741964968, 1)},
-		{".25", time.Unix(0, 250_000_000)},
-		{"1e3", time.Unix(1000, 0)},
-		{"1.5E3", time.Unix(1500, 0)},
-		{"2.5e-1", time.Unix(0, 250_000_000)},
-		{"1e-400", time.Unix(0, 0)},
-		{"1e300", time.Unix(maxSince, 0)},
-		{"99999999999999999999", time.Unix(maxSince, 0)},
-	} {
-		got, err := parseSince(tc.in)
-		if err != nil || !got.Equal(tc.want) || got.Location() != time.UTC {
-			t.Errorf("parseSince(%q) = %v, %v; want %v (UTC)", tc.in, got, err, tc.want.UTC())
-		}
-	}
-	for _, in := range []string{"", "abc", "-1", "-0.001", "NaN", "nan", "Inf", "+Inf", "infinity", "1e400", "0x1p4", "1_0", "1.2.3", ".", "e5", "1e", " 1", "1 ", "١"} {
-		if got, err := parseSince(in); err == nil {
-			t.Errorf("parseSince(%q) = %v, want an error", in, got)
-		}
-	}
-}
-
-func FuzzParseSince(f *testing.F) {
-	for _, s := range []string{"0", "1741964968.535", "1e9", "-1", "NaN", "1e400", ".5"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := parseSince(s)
-		if err != nil {
-			return
-		}
-		if got.Before(time.Unix(0, 0)) || got.After(time.Unix(maxSince, 0)) {
-			t.Fatalf("parseSince(%q) = %v, outside [0, maxSince]", s, got)
-		}
-		// Short of the nanoseconds cut off and float64's rounding, it is
-		// the number written.
-		if f, _ := strconv.ParseFloat(s, 64); f < maxSince {
-			d := float64(got.Unix()) - f + float64(got.Nanosecond())/1e9
-			if tol := 2e-9 + f*1e-15; d > tol || d < -tol {
-				t.Fatalf("parseSince(%q) = %v, %g seconds from %v", s, got, d, f)
-			}
-		}
-	})
 }
 
 func BenchmarkListHTTP(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"burner/storage"
 )
@@ -17,6 +18,29 @@ import (
 type badRequest string
 
 func (e badRequest) Error() string { return string(e) }
+
+// paramError is a request parameter the API refuses (spec §4): a
+// badRequest that says which parameter it is about, so that a protocol
+// that calls the parameter otherwise (MCP's inbox is the API's to) can
+// name its own (named) without comparing messages.
+type paramError struct {
+	// Param names the parameter as the REST API does ("to", "limit");
+	// "" for a rule over several.
+	Param string
+	// Msg is spec §4's message, to the letter. Where it names Param, it
+	// quotes it: 'limit'.
+	Msg string
+}
+
+func (e *paramError) Error() string { return e.Msg }
+
+// Unwrap makes e a badRequest: fail answers it 400 with Msg.
+func (e *paramError) Unwrap() error { return badRequest(e.Msg) }
+
+// named returns e's message for a protocol that calls e.Param name.
+func (e *paramError) named(name string) string {
+	return strings.Replace(e.Msg, "'"+e.Param+"'", "'"+name+"'", 1)
+}
 
 // fail answers a failed request. It is the one place where errors become
 // HTTP statuses; internal errors are logged, never sent.

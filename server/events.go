@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 )
 
@@ -104,7 +105,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, to string)
 				}
 				return
 			}
-			data, _ := json.Marshal(newEmailJSON(full))
+			data, _ := json.Marshal(emailjson.New(full))
 			if !send("id: %s\nevent: email\ndata: %s\n\n", e.ID, data) {
 				return
 			}

@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"burner/emailjson"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
 
-// listErrors are the messages listQuery may refuse a list with: the API
-// document's §7 and spec §4, to the letter, and that of the header filter
-// (spec §5).
+// listErrors are the messages a list request's query may refuse a list
+// with: the API document's §7 and spec §4, to the letter, and that of the
+// header filter (spec §5).
 var listErrors = []string{
 	"'to' is required.",
 	"Invalid local part. Only alphanumeric characters and _-+. are allowed.",
@@ -123,38 +124,38 @@ func addListQuerySeeds(f *testing.F) {
 	}
 }
 
-// checkListQueryError checks that err, from listQuery, is a badRequest
+// checkListQueryError checks that err, from a list request's query, is a badRequest
 // with a documented message.
 func checkListQueryError(t *testing.T, rawQuery string, err error) {
 	t.Helper()
 	var bad badRequest
 	if !errors.As(err, &bad) {
-		t.Fatalf("listQuery(%q) returned %T %v, want a badRequest", rawQuery, err, err)
+		t.Fatalf("parseListRequest(%q).query() returned %T %v, want a badRequest", rawQuery, err, err)
 	}
 	if !slices.Contains(listErrors, string(bad)) {
-		t.Fatalf("listQuery(%q) returned message %q, want one of %q", rawQuery, string(bad), listErrors)
+		t.Fatalf("parseListRequest(%q).query() returned message %q, want one of %q", rawQuery, string(bad), listErrors)
 	}
 }
 
 func FuzzParseListQuery(f *testing.F) {
 	addListQuerySeeds(f)
 	f.Fuzz(func(t *testing.T, rawQuery string) {
-		q, err := listQuery(rawQuery)
+		q, err := parseListRequest(rawQuery).query()
 		if err != nil {
 			checkListQueryError(t, rawQuery, err)
 			return
 		}
 		if q.Limit < 1 || q.Limit > maxLimit {
-			t.Errorf("listQuery(%q).Limit = %d, want 1 to %d", rawQuery, q.Limit, maxLimit)
+			t.Errorf("parseListRequest(%q).query().Limit = %d, want 1 to %d", rawQuery, q.Limit, maxLimit)
 		}
 		if q.wait < 0 || q.wait > maxWait {
-			t.Errorf("listQuery(%q).wait = %v, want 0 to %v", rawQuery, q.wait, maxWait)
+			t.Errorf("parseListRequest(%q).query().wait = %v, want 0 to %v", rawQuery, q.wait, maxWait)
 		}
 		if !storage.ValidLocalPart(q.LocalPart) || len(q.LocalPart) > storage.MaxLocalPart {
-			t.Errorf("listQuery(%q).LocalPart = %q, want a valid local part of at most %d characters", rawQuery, q.LocalPart, storage.MaxLocalPart)
+			t.Errorf("parseListRequest(%q).query().LocalPart = %q, want a valid local part of at most %d characters", rawQuery, q.LocalPart, storage.MaxLocalPart)
 		}
 		if !q.Since.IsZero() && q.Since.Before(time.Unix(0, 0)) {
-			t.Errorf("listQuery(%q).Since = %v, want none or not before 1970", rawQuery, q.Since)
+			t.Errorf("parseListRequest(%q).query().Since = %v, want none or not before 1970", rawQuery, q.Since)
 		}
 		filters := 0
 		for _, given := range []bool{q.Subject != "", q.Body != "", len(q.Terms) > 0} {
@@ -163,10 +164,10 @@ func FuzzParseListQuery(f *testing.F) {
 			}
 		}
 		if filters > 1 {
-			t.Errorf("listQuery(%q) = %+v, has more than one of subject, body and search", rawQuery, q)
+			t.Errorf("parseListRequest(%q).query() = %+v, has more than one of subject, body and search", rawQuery, q)
 		}
 		if slices.Contains(q.Terms, "") {
-			t.Errorf("listQuery(%q).Terms = %q, has an empty term", rawQuery, q.Terms)
+			t.Errorf("parseListRequest(%q).query().Terms = %q, has an empty term", rawQuery, q.Terms)
 		}
 	})
 }
@@ -251,18 +252,18 @@ func FuzzListQuery(f *testing.F) {
 			return
 		}
 
-		// The handler must answer what listQuery decides.
-		q, qerr := listQuery(rawQuery)
+		// The handler must answer what the list request's query decides.
+		q, qerr := parseListRequest(rawQuery).query()
 		switch res.StatusCode {
 		case http.StatusOK:
 			if qerr != nil {
-				t.Fatalf("%s: status 200, but listQuery returned %v", what, qerr)
+				t.Fatalf("%s: status 200, but the list request's query returned %v", what, qerr)
 			}
 			checkEmails(t, what, data, q.Query)
 		case http.StatusBadRequest:
 			var bad badRequest
 			if !errors.As(qerr, &bad) {
-				t.Fatalf("%s: status 400 (body %s), but listQuery returned %v", what, data, qerr)
+				t.Fatalf("%s: status 400 (body %s), but the list request's query returned %v", what, data, qerr)
 			}
 			msg := checkError(t, what, data)
 			if msg != string(bad) {
@@ -313,7 +314,7 @@ func checkEmails(t *testing.T, what string, data []byte, q storage.Query) {
 		if !slices.Equal(keys, emailFields) {
 			t.Fatalf("%s: email %d has fields %q, want %q", what, i, keys, emailFields)
 		}
-		var email emailJSON
+		var email emailjson.Email
 		raw, _ := json.Marshal(e)
 		if err := json.Unmarshal(raw, &email); err != nil {
 			t.Fatalf("%s: email %d: %v", what, i, err)
@@ -322,7 +323,7 @@ func checkEmails(t *testing.T, what string, data []byte, q storage.Query) {
 		if !strings.EqualFold(local, q.LocalPart) {
 			t.Fatalf("%s: email %d is to %q, want inbox %q", what, i, email.ToAddress, q.LocalPart)
 		}
-		at, err := time.Parse(timeLayout, email.ReceivedAt)
+		at, err := time.Parse(emailjson.TimeLayout, email.ReceivedAt)
 		if err != nil {
 			t.Fatalf("%s: email %d receivedAt %q: %v", what, i, email.ReceivedAt, err)
 		}

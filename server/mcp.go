@@ -18,12 +18,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"burner/codes"
+	"burner/emailjson"
 	"burner/storage"
 )
 
 // The Model Context Protocol at /mcp (spec §11): the API's inboxes as
 // tools an agent calls. Each tool validates its input with the API's own
-// code (listQuery, checkLocalPart, codesPattern), reaches the store
+// code (listRequest, checkLocalPart, codesPattern), reaches the store
 // through Server.db under the scope of the request's key (scope.go), and
 // answers with the API's JSON shapes; so a tool can neither reach nor say
 // more than the route it mirrors.
@@ -145,16 +146,16 @@ func (e toolError) Error() string { return string(e) }
 func (s *Server) toolFailure(ctx context.Context, tool string, err error) error {
 	var (
 		bad    badRequest
+		param  *paramError
 		denied forbidden
 		told   toolError
 	)
 	switch {
 	case errors.As(err, &told):
 		return told
+	case errors.As(err, &param) && param.Param == "to":
+		return toolError(param.named("inbox")) // the tools call "to" inbox
 	case errors.As(err, &bad):
-		if bad == "'to' is required." {
-			return toolError("'inbox' is required.") // the tools call "to" inbox
-		}
 		return toolError(bad)
 	case errors.As(err, &denied):
 		return toolError(denied)
@@ -255,7 +256,7 @@ func (s *Server) newMCPServer(readOnly bool) *mcp.Server {
 }
 
 // mcpEmail is an email as list_emails and wait_for_email give it: the
-// API's fields (emailJSON) without the HTML body, which read_email gives
+// API's fields (emailjson.Email) without the HTML body, which read_email gives
 // when asked.
 type mcpEmail struct {
 	ID          string  `json:"id" jsonschema:"the email's id, for read_email and the other tools"`
@@ -268,7 +269,7 @@ type mcpEmail struct {
 }
 
 func newMCPEmail(e storage.Email) mcpEmail {
-	j := newEmailJSON(e)
+	j := emailjson.New(e)
 	return mcpEmail{ID: j.ID, ToAddress: j.ToAddress, FromAddress: j.FromAddress, FromName: j.FromName,
 		Subject: j.Subject, ReceivedAt: j.ReceivedAt, Read: j.Read}
 }
@@ -328,25 +329,21 @@ type listEmailsOut struct {
 	Emails []mcpEmail `json:"emails" jsonschema:"newest first"`
 }
 
-// toolQuery returns the list query of a tool's filters, validated by the
-// API's own listQuery, with the API's messages.
+// toolQuery returns the list query of a tool's filters: the API's list
+// request, checked by its own query, with its messages.
 func toolQuery(inbox, subject, search, from string, since *float64, limit *int) (storage.Query, error) {
-	// checkLocalPart first: an inbox the API would refuse must not turn
-	// into another one on its way through the query string.
-	if err := checkLocalPart(inbox); err != nil {
-		return storage.Query{}, err
-	}
-	v := url.Values{"to": {inbox}, "subject": {subject}, "search": {search}}
+	r := listRequest{To: inbox, Subject: subject, Search: search, Limit: limit}
 	if from != "" {
-		v.Set("header", "From:"+from) // spec §5's header filter
+		r.Header = "From:" + from // spec §5's header filter
 	}
 	if since != nil {
-		v.Set("since", strconv.FormatFloat(*since, 'f', -1, 64))
+		if t, err := unixSeconds(*since); err == nil {
+			r.Since = &t
+		} else {
+			r.malformed = "since"
+		}
 	}
-	if limit != nil {
-		v.Set("limit", strconv.Itoa(*limit))
-	}
-	q, err := listQuery(v.Encode())
+	q, err := r.query()
 	if err != nil {
 		return storage.Query{}, err
 	}
@@ -471,7 +468,7 @@ func (s *Server) toolReadEmail(ctx context.Context, in readEmailIn) (readEmailOu
 	if err != nil {
 		return readEmailOut{}, err
 	}
-	j := newEmailJSON(e)
+	j := emailjson.New(e)
 	out := readEmailOut{
 		ID: j.ID, ToAddress: j.ToAddress, FromAddress: j.FromAddress, FromName: j.FromName, Subject: j.Subject,
 		ReceivedAt: j.ReceivedAt, Read: j.Read,

@@ -1,16 +1,12 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"burner/storage"
 )
 
 // httpMetrics are the API's Prometheus series. They exist even when nobody
@@ -57,131 +53,3 @@ func (s *Server) metricsHandler() http.Handler {
 type promLog struct{ s *Server }
 
 func (l promLog) Println(v ...any) { l.s.log.Error("metrics", "err", v) }
-
-// healthCache keeps /healthz and the writable gauge from costing an fsync
-// per request: the store is checked at most once a second of Options.Now,
-// whoever asks.
-type healthCache struct {
-	mu      sync.Mutex
-	checked time.Time
-	err     error
-}
-
-// storeHealth returns the store's CheckWritable, at most a second old:
-// nil while new mail would be stored now (spec §5).
-func (s *Server) storeHealth(ctx context.Context) error {
-	h := &s.health
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if now := s.opts.Now(); h.checked.IsZero() || now.Sub(h.checked) > time.Second || now.Before(h.checked) {
-		h.err = s.admin.CheckWritable(ctx)
-		h.checked = now
-	}
-	return h.err
-}
-
-// newHealthGauge returns burner_storage_writable, the store half of
-// /healthz as a series: 1 while new mail would be stored now, else 0.
-func (s *Server) newHealthGauge() prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "burner_storage_writable",
-		Help: "1 while the store takes new mail (the check of /healthz: it takes writes, has room, and the last delivery's commit did not fail), else 0.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if s.storeHealth(ctx) != nil {
-			return 0
-		}
-		return 1
-	})
-}
-
-// handleHealthz answers 200 {"status":"ok"} when new mail would be stored
-// now: the store takes writes, has room for new mail (the check delivery
-// makes, so that the answer is 503 while mail gets 452 for want of space),
-// and the last delivery's commit did not fail for a storage reason with
-// none succeeding since (spec §5); and when the listeners are up
-// (Options.Ready). Else 503 {"status":"unavailable"}. It needs no API key.
-func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	err := s.storeHealth(r.Context())
-	if err == nil && s.opts.Ready != nil {
-		err = s.opts.Ready()
-	}
-	type health struct {
-		Status string `json:"status"`
-	}
-	if err != nil {
-		s.log.WarnContext(r.Context(), "health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, health{"unavailable"})
-		return
-	}
-	writeJSON(w, http.StatusOK, health{"ok"})
-}
-
-// webhookMetrics are the webhook series of spec §9. They exist even when
-// nobody registers them, so the code that counts never checks.
-type webhookMetrics struct {
-	deliveries *prometheus.CounterVec
-	attempts   *prometheus.CounterVec
-}
-
-func newWebhookMetrics(reg prometheus.Registerer, ob storage.Outbox, hooks []string, now func() time.Time) *webhookMetrics {
-	m := &webhookMetrics{
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "burner_webhook_deliveries_total",
-			Help: "Webhook events settled, by hook and outcome: delivered, or expired (dropped after 24h).",
-		}, []string{"hook", "outcome"}),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "burner_webhook_attempts_total", Help: "Webhook requests made, by hook and result (success: a 2xx in time).",
-		}, []string{"hook", "result"}),
-	}
-	for _, h := range hooks { // a series from the start, so that rate() sees the first event
-		m.deliveries.WithLabelValues(h, "delivered")
-		m.deliveries.WithLabelValues(h, "expired")
-		m.attempts.WithLabelValues(h, "success")
-		m.attempts.WithLabelValues(h, "failure")
-	}
-	if reg != nil {
-		reg.MustRegister(m.deliveries, m.attempts, &outboxCollector{ob: ob, hooks: hooks, now: now})
-	}
-	return m
-}
-
-var (
-	descWaiting = prometheus.NewDesc("burner_webhook_events_waiting", "Webhook events not yet delivered nor dropped, by hook.", []string{"hook"}, nil)
-	descOldest  = prometheus.NewDesc("burner_webhook_oldest_event_age_seconds", "Age of the oldest webhook event waiting, by hook; 0 when none waits.", []string{"hook"}, nil)
-)
-
-// outboxCollector reads what waits in the outbox at each scrape.
-type outboxCollector struct {
-	ob    storage.Outbox
-	hooks []string // configured: reported at 0 when nothing waits
-	now   func() time.Time
-}
-
-func (c *outboxCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descWaiting
-	ch <- descOldest
-}
-
-func (c *outboxCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	waiting, err := c.ob.Waiting(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(descWaiting, err)
-		return
-	}
-	seen := make(map[string]bool)
-	for _, w := range waiting {
-		seen[w.Hook] = true
-		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(w.Events), w.Hook)
-		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, max(c.now().Sub(w.Oldest).Seconds(), 0), w.Hook)
-	}
-	for _, h := range c.hooks {
-		if !seen[h] {
-			ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, 0, h)
-			ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, 0, h)
-		}
-	}
-}

@@ -17,6 +17,10 @@ import (
 	"burner/storage"
 )
 
+// DefaultMaxQueryBytes is what a zero Options.MaxQueryBytes means: no
+// filter needs more.
+const DefaultMaxQueryBytes = 4 << 10
+
 // Options tune New. The zero value gives the defaults.
 type Options struct {
 	// UI enables the web UI at "/" (spec §5). Without it, everything
@@ -86,7 +90,7 @@ func New(db storage.Engine, opts Options, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxQueryBytes == 0 {
-		opts.MaxQueryBytes = 4 << 10
+		opts.MaxQueryBytes = DefaultMaxQueryBytes
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -179,20 +179,6 @@ func wantUnauthorized(t testing.TB, what string, res response) {
 	}
 }
 
-func TestHealthz(t *testing.T) {
-	a := newAPI(t)
-	wantJSON(t, "GET /healthz", a.callAuth("GET", "/healthz", ""), http.StatusOK, `{"status":"ok"}`)
-	res := a.callAuth("HEAD", "/healthz", "")
-	if res.status != http.StatusOK || res.body != "" {
-		t.Errorf("HEAD /healthz: %d %q, want 200 and no body", res.status, res.body)
-	}
-	res = a.callAuth("POST", "/healthz", "")
-	wantJSON(t, "POST /healthz", res, http.StatusMethodNotAllowed, notAllowedBody)
-	if got := res.header.Get("Allow"); got != "GET, HEAD" {
-		t.Errorf("POST /healthz: Allow %q, want %q", got, "GET, HEAD")
-	}
-}
-
 func TestAuth(t *testing.T) {
 	a := newAPI(t)
 	const path = "/api/v1/emails?to=alice"

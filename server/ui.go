@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"burner/codes"
+	"burner/emailjson"
 	"burner/message"
 	"burner/storage"
 )
@@ -94,7 +95,7 @@ func (s *Server) ui() http.Handler {
 		"static":  u.staticURL,
 		"size":    formatSize,
 		"when":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"iso":     func(t time.Time) string { return t.UTC().Format(timeLayout) },
+		"iso":     func(t time.Time) string { return t.UTC().Format(emailjson.TimeLayout) },
 		"sender":  sender,
 		"subject": subjectOf,
 		"inbox":   func(local string) string { return "/inbox/" + url.PathEscape(local) },

@@ -17,6 +17,7 @@ import (
 
 	xhtml "golang.org/x/net/html"
 
+	"burner/emailjson"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
@@ -431,7 +432,7 @@ func TestUIEmailMarksRead(t *testing.T) {
 	readFlag := func() bool {
 		t.Helper()
 		res := u.call("GET", "/api/v1/emails/"+e.ID)
-		var got emailJSON
+		var got emailjson.Email
 		if err := json.Unmarshal([]byte(res.body), &got); err != nil || res.status != 200 {
 			t.Fatalf("GET /api/v1/emails/%s: %d %s", e.ID, res.status, res.body)
 		}

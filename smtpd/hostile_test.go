@@ -11,6 +11,15 @@ import (
 	"burner/internal/hostile"
 )
 
+// TestHostileSize: the pathological shapes are as large as a stranger
+// may send with the default limit, with room for the Received header.
+func TestHostileSize(t *testing.T) {
+	if room := DefaultMaxMessageBytes - hostile.Size; room < 1024 || room > 8192 {
+		t.Errorf("hostile.Size = %d leaves %d bytes below DefaultMaxMessageBytes (%d), want 1 to 8 KiB for the Received header",
+			hostile.Size, room, DefaultMaxMessageBytes)
+	}
+}
+
 // BenchmarkHostile stores each pathological shape through the real
 // daemon over SMTP into a real data file, and reports the CPU it cost the
 // process (cpu-ms/op, from getrusage: the daemon and the client, which

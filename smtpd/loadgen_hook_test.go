@@ -1,6 +1,6 @@
 package smtpd
 
-// Ingest with a webhook (issue 18, spec §9): the same load as
+// Ingest with a webhook (spec §9): the same load as
 // BenchmarkIngest against the real daemon on a bbolt file with one hook
 // and its delivery worker running, the receiver a process of its own, as
 // it would be: the figures are the daemon's, the worker's sends included.
@@ -19,9 +19,9 @@ import (
 	"strings"
 	"testing"
 
-	"burner/server"
 	"burner/storage"
 	"burner/storage/boltdb"
+	"burner/webhook"
 )
 
 // BenchmarkIngestHook runs BenchmarkIngest's load into 100 inboxes with no
@@ -32,28 +32,28 @@ import (
 func BenchmarkIngestHook(b *testing.B) {
 	for _, name := range []string{"none", "fast", "down"} {
 		b.Run("hook="+name, func(b *testing.B) {
-			var hooks []server.Webhook
+			var hooks []webhook.Hook
 			switch name {
 			case "fast":
-				hooks = []server.Webhook{{URL: "http://" + startReceiver(b) + "/", Secret: benchSecret}}
+				hooks = []webhook.Hook{{URL: "http://" + startReceiver(b) + "/", Secret: benchSecret}}
 			case "down":
 				ln, err := net.Listen("tcp", "127.0.0.1:0")
 				if err != nil {
 					b.Fatal(err)
 				}
-				hooks = []server.Webhook{{URL: "http://" + ln.Addr().String() + "/", Secret: benchSecret}}
+				hooks = []webhook.Hook{{URL: "http://" + ln.Addr().String() + "/", Secret: benchSecret}}
 				ln.Close()
 			}
 			var sh []storage.Hook
 			for _, h := range hooks {
-				sh = append(sh, h.Hook())
+				sh = append(sh, h.StorageHook())
 			}
 			db, err := boltdb.Open(filepath.Join(b.TempDir(), "burner.db"), boltdb.Options{Hooks: sh})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { db.Close() })
-			w, err := server.NewWebhooks(db, server.WebhookOptions{Hooks: hooks}, nil)
+			w, err := webhook.New(db, webhook.Options{Hooks: hooks}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

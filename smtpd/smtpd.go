@@ -56,6 +56,24 @@ type Options struct {
 	checkWire func() error
 }
 
+// The defaults of Options: what a zero field means. main's configuration
+// starts from them, so that each is written here alone.
+const (
+	DefaultHostname        = "localhost"
+	DefaultMaxMessageBytes = 10 << 20 // 10 MiB
+	DefaultMaxRecipients   = 100
+	DefaultMaxConnections  = 100
+	DefaultCommandTimeout  = 5 * time.Minute  // RFC 5321 §4.5.3.2
+	DefaultDataTimeout     = 10 * time.Minute // for the whole of a message's data
+	DefaultMaxLineLength   = 2000             // twice RFC 5321 §4.5.3.1.6
+)
+
+// DefaultTrustedNetworks returns what a nil Options.TrustedNetworks means:
+// loopback.
+func DefaultTrustedNetworks() []netip.Prefix {
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+}
+
 // Server is the SMTP daemon.
 type Server struct {
 	db      storage.Deliverer
@@ -98,22 +116,22 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Hostname == "" {
-		opts.Hostname = "localhost"
+		opts.Hostname = DefaultHostname
 	}
 	if opts.MaxMessageBytes == 0 {
-		opts.MaxMessageBytes = 10 << 20
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if opts.MaxRecipients == 0 {
-		opts.MaxRecipients = 100
+		opts.MaxRecipients = DefaultMaxRecipients
 	}
 	if opts.MaxConnections == 0 {
-		opts.MaxConnections = 100
+		opts.MaxConnections = DefaultMaxConnections
 	}
 	if opts.MaxConnsPerIP == 0 {
 		opts.MaxConnsPerIP = max(opts.MaxConnections/2, 1)
 	}
 	if opts.TrustedNetworks == nil {
-		opts.TrustedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+		opts.TrustedNetworks = DefaultTrustedNetworks()
 	}
 	if opts.StressIdleTimeout == 0 {
 		opts.StressIdleTimeout = 10 * time.Second
@@ -122,16 +140,16 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		opts.checkWire = checkWire
 	}
 	if opts.CommandTimeout == 0 {
-		opts.CommandTimeout = 5 * time.Minute
+		opts.CommandTimeout = DefaultCommandTimeout
 	}
 	if opts.DataTimeout == 0 {
-		opts.DataTimeout = 10 * time.Minute
+		opts.DataTimeout = DefaultDataTimeout
 	}
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = time.Minute
 	}
 	if opts.MaxLineLength == 0 {
-		opts.MaxLineLength = 2000
+		opts.MaxLineLength = DefaultMaxLineLength
 	}
 	s := &Server{db: db, parser: message.New(opts.MaxBodyBytes), log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
 		trusted: opts.TrustedNetworks, stressIdle: opts.StressIdleTimeout, wireErr: opts.checkWire(),

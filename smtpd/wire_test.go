@@ -98,7 +98,7 @@ func rawOf(t *testing.T, db interface {
 }
 
 // A BDAT chunk cut short by a disconnect is not a message: nothing is
-// stored, as for DATA (issue 15).
+// stored, as for DATA (docs/hostile-mail.md).
 func TestBDATCutShortStoresNothing(t *testing.T) {
 	db := openDB(t)
 	c := dialRaw(t, startDaemon(t, db, Options{}))

@@ -10,15 +10,17 @@ import (
 	"strings"
 )
 
-// The pathological messages of the hostile-mail issue, built to just under
-// the default max_message_bytes (10 MiB), so that each is a message a
+// The pathological messages of docs/hostile-mail.md, built to just under
+// smtpd.DefaultMaxMessageBytes (10 MiB), so that each is a message a
 // stranger can send. Most have short lines, as when SMTP capped message
 // lines; long decoded lines come from quoted-printable soft line breaks,
 // and, since spec §2 puts no limit on a message line, the raw-one-line
 // shapes send 10 MB on one line as it stands.
 
-// Size is the size each shape is built to: under 10 MiB with room
-// for the Received header the daemon adds.
+// Size is the size each shape is built to: smtpd.DefaultMaxMessageBytes
+// less room for the Received header the daemon adds. hostile cannot
+// import smtpd, whose tests import it; smtpd's TestHostileSize holds the
+// two in step.
 const Size = 10<<20 - 4096
 
 // Shape is one pathological message.

@@ -1,85 +1,198 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"crypto/md5"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
-
-	"github.com/goreleaser/nfpm/v2"
-	"github.com/goreleaser/nfpm/v2/deb"
-	"github.com/goreleaser/nfpm/v2/files"
+	"time"
 )
 
 // units are the systemd units in packaging/, shipped by the tarball as
 // they are and by the .deb pointed at /usr/bin/burner.
 var units = []string{"burner.service", "burner-backup.service", "burner-backup.timer"}
 
-// writeDeb writes the Debian package of linux/arch to path, with nfpm:
-// the binary bin at /usr/bin/burner, the units, the sysusers.d entry, the
+// debDescription is the package's description: a synopsis, then the
+// lines of the long description (deb-control(5)).
+var debDescription = []string{
+	"disposable-inbox appliance: SMTP in, REST API out",
+	"burner receives mail over SMTP for its inbox domains, keeps it in one",
+	"bbolt file or in a PostgreSQL database that several nodes share, and",
+	"serves it through a REST API, MCP and a web UI.",
+}
+
+// debFile is one file of the package: where it goes, its bytes and its
+// mode. Every file is root's.
+type debFile struct {
+	dst  string // absolute, as installed
+	data []byte
+	mode int64
+}
+
+// writeDeb writes the Debian package of linux/arch to path (deb(5)): the
+// binary bin at /usr/bin/burner, the units, the sysusers.d entry, the
 // conffile /etc/burner/burner.toml and the maintainer scripts of
 // packaging/deb/ (the user, /var/lib/burner, the service's life cycle).
-// work is a directory for the files made on the way.
-func writeDeb(path string, opts options, bin, arch, work string) error {
+// It is an ar archive of three members, written here as the tarball is,
+// so that the release needs nothing but Go: debian-binary, control.tar.gz
+// (control, md5sums, conffiles, scripts) and data.tar.gz (the files under
+// their directories, sorted, root's, stamped with opts.Epoch).
+func writeDeb(path string, opts options, bin, arch string) error {
 	pkg := filepath.Join(opts.Src, "packaging")
-	contents := files.Contents{
-		file(bin, "/usr/bin/burner", 0o755),
-		file(filepath.Join(pkg, "deb", "sysusers.conf"), "/usr/lib/sysusers.d/burner.conf", 0o644),
-		file(filepath.Join(opts.Src, "README.md"), "/usr/share/doc/burner/README.md", 0o644),
-		file(filepath.Join(opts.Src, "config.example.toml"), "/usr/share/doc/burner/config.example.toml", 0o644),
-		file(filepath.Join(opts.Src, "LICENSE"), "/usr/share/doc/burner/copyright", 0o644),
+	read := func(src, dst string, mode int64) (debFile, error) {
+		b, err := os.ReadFile(src)
+		return debFile{dst, b, mode}, err
 	}
-	// The operator's edits survive upgrades: a conffile. The postinst
-	// gives it to root:burner.
-	conf := file(filepath.Join(pkg, "deb", "burner.toml"), "/etc/burner/burner.toml", 0o640)
-	conf.Type = files.TypeConfigNoReplace
-	contents = append(contents, conf)
-	for _, u := range units {
-		b, err := os.ReadFile(filepath.Join(pkg, u))
+	var files []debFile
+	for _, f := range []struct {
+		src, dst string
+		mode     int64
+	}{
+		{bin, "/usr/bin/burner", 0o755},
+		{filepath.Join(pkg, "deb", "sysusers.conf"), "/usr/lib/sysusers.d/burner.conf", 0o644},
+		{filepath.Join(opts.Src, "README.md"), "/usr/share/doc/burner/README.md", 0o644},
+		{filepath.Join(opts.Src, "config.example.toml"), "/usr/share/doc/burner/config.example.toml", 0o644},
+		{filepath.Join(opts.Src, "LICENSE"), "/usr/share/doc/burner/copyright", 0o644},
+		// The operator's edits survive upgrades: a conffile (below). The
+		// postinst gives it to root:burner.
+		{filepath.Join(pkg, "deb", "burner.toml"), "/etc/burner/burner.toml", 0o640},
+	} {
+		df, err := read(f.src, f.dst, f.mode)
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(work, u)
-		if err := os.WriteFile(dst, debUnit(b), 0o644); err != nil {
+		files = append(files, df)
+	}
+	for _, u := range units {
+		df, err := read(filepath.Join(pkg, u), "/lib/systemd/system/"+u, 0o644)
+		if err != nil {
 			return err
 		}
-		contents = append(contents, file(dst, "/lib/systemd/system/"+u, 0o644))
+		df.data = debUnit(df.data)
+		files = append(files, df)
 	}
-	info := &nfpm.Info{
-		Name:        "burner",
-		Arch:        arch,
-		Platform:    "linux",
-		Version:     opts.Version,
-		Section:     "mail",
-		Priority:    "optional",
-		Maintainer:  "The burner authors <burner@localhost>",
-		Description: "disposable-inbox appliance: SMTP in, REST API out\nburner receives mail over SMTP for its inbox domains, keeps it in one\nbbolt file and serves it through a REST API and a web UI.",
-		License:     "MIT",
-		MTime:       opts.Epoch,
-		Overridables: nfpm.Overridables{
-			Contents: contents,
-			Scripts: nfpm.Scripts{
-				PostInstall: filepath.Join(pkg, "deb", "postinst"),
-				PreRemove:   filepath.Join(pkg, "deb", "prerm"),
-				PostRemove:  filepath.Join(pkg, "deb", "postrm"),
-			},
-			Deb: nfpm.Deb{Compression: "gzip"},
-		},
+	data, md5sums, size, err := debData(files, opts.Epoch)
+	if err != nil {
+		return fmt.Errorf("data.tar.gz: %w", err)
 	}
-	// Semantic versions as they are: nfpm would otherwise turn 1.2.3-rc1
-	// into Debian's 1.2.3~rc1, which names the file differently.
-	info.VersionSchema = "none"
-	var buf bytes.Buffer
-	if err := deb.Default.Package(nfpm.WithDefaults(info), &buf); err != nil {
-		return err
+	control := fmt.Sprintf("Package: burner\nVersion: %s\nSection: mail\nPriority: optional\nArchitecture: %s\n"+
+		"Maintainer: The burner authors <burner@localhost>\nInstalled-Size: %d\nDescription: %s\n",
+		opts.Version, arch, size/1024, strings.Join(debDescription, "\n "))
+	meta := []debFile{
+		{"control", []byte(control), 0o644},
+		{"md5sums", md5sums, 0o644},
+		{"conffiles", []byte("/etc/burner/burner.toml\n"), 0o644},
 	}
-	return writeFile(path, buf.Bytes(), 0o644)
+	for _, s := range []string{"postinst", "postrm", "prerm"} {
+		df, err := read(filepath.Join(pkg, "deb", s), s, 0o755)
+		if err != nil {
+			return err
+		}
+		meta = append(meta, df)
+	}
+	ctl, err := debControl(meta, opts.Epoch)
+	if err != nil {
+		return fmt.Errorf("control.tar.gz: %w", err)
+	}
+	var deb bytes.Buffer
+	deb.WriteString("!<arch>\n")
+	for _, m := range []struct {
+		name string
+		data []byte
+	}{{"debian-binary", []byte("2.0\n")}, {"control.tar.gz", ctl}, {"data.tar.gz", data}} {
+		// ar(5)'s member header: name, time, owner, group, mode, size;
+		// the data padded to an even length.
+		fmt.Fprintf(&deb, "%-16s%-12d%-6d%-6d%-8o%-10d`\n", m.name, opts.Epoch.Unix(), 0, 0, 0o100644, len(m.data))
+		deb.Write(m.data)
+		if len(m.data)%2 == 1 {
+			deb.WriteByte('\n')
+		}
+	}
+	return writeFile(path, deb.Bytes(), 0o644)
 }
 
-// file is one file of the package, owned by root, stamped by nfpm with
-// the package's time.
-func file(src, dst string, mode os.FileMode) *files.Content {
-	return &files.Content{Source: src, Destination: dst, Type: files.TypeFile, FileInfo: &files.ContentFileInfo{Mode: mode}}
+// debData returns data.tar.gz of files, with a directory entry for each
+// directory above them, its md5sums file and the size of the files.
+func debData(files []debFile, epoch time.Time) (tgz, md5sums []byte, size int64, err error) {
+	entries := map[string]*debFile{}
+	for i, f := range files {
+		entries["."+f.dst] = &files[i]
+		for d := path.Dir(f.dst); d != "/"; d = path.Dir(d) {
+			entries["."+d+"/"] = nil
+		}
+	}
+	names := make([]string, 0, len(entries))
+	for name := range entries {
+		names = append(names, name)
+	}
+	sort.Strings(names) // a directory comes before what it holds
+	var (
+		buf  bytes.Buffer
+		sums strings.Builder
+	)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	tw := tar.NewWriter(zw)
+	for _, name := range names {
+		h := &tar.Header{Name: name, ModTime: epoch, Uname: "root", Gname: "root", Format: tar.FormatGNU}
+		f := entries[name]
+		if f == nil {
+			h.Typeflag, h.Mode = tar.TypeDir, 0o755
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, nil, 0, err
+			}
+			continue
+		}
+		h.Typeflag, h.Mode, h.Size = tar.TypeReg, f.mode, int64(len(f.data))
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, nil, 0, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, nil, 0, err
+		}
+		fmt.Fprintf(&sums, "%x  %s\n", md5.Sum(f.data), strings.TrimPrefix(name, "./"))
+		size += h.Size
+	}
+	if err := tw.Close(); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, nil, 0, err
+	}
+	return buf.Bytes(), []byte(sums.String()), size, nil
+}
+
+// debControl returns control.tar.gz of files (named without a directory),
+// in their order.
+func debControl(files []debFile, epoch time.Time) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range files {
+		h := &tar.Header{Name: "./" + f.dst, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch,
+			Typeflag: tar.TypeReg, Format: tar.FormatGNU}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // debUnit rewrites a unit of packaging/ for the package: the binary is

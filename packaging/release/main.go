@@ -4,8 +4,8 @@
 //
 // writes into dist a tarball of the static binary for linux/amd64 and
 // linux/arm64 (with LICENSE, README.md, config.example.toml and the
-// systemd units), a Debian package for each (made with nfpm), SHA256SUMS
-// over them, and container/, the build context of the container image
+// systemd units), a Debian package for each, SHA256SUMS over them, and
+// container/, the build context of the container image
 // (packaging/Containerfile).
 //
 // The files are reproducible: two runs on the same commit with the same Go
@@ -204,7 +204,7 @@ func release(ctx context.Context, opts options) error {
 		}
 		files = append(files, name)
 		name = fmt.Sprintf("burner_%s_%s.deb", opts.Version, arch)
-		if err := writeDeb(filepath.Join(opts.Out, name), opts, bin, arch, filepath.Join(work, arch)); err != nil {
+		if err := writeDeb(filepath.Join(opts.Out, name), opts, bin, arch); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		files = append(files, name)

@@ -237,14 +237,15 @@ type tarEntry struct {
 
 func readTarball(t *testing.T, path string) []tarEntry {
 	t.Helper()
-	f, err := os.Open(path)
+	return readTarGz(t, path, readFile(t, path))
+}
+
+// readTarGz returns the entries of the tar.gz b, called name in failures.
+func readTarGz(t *testing.T, name string, b []byte) []tarEntry {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	tr := tar.NewReader(zr)
 	var entries []tarEntry
@@ -254,13 +255,13 @@ func readTarball(t *testing.T, path string) []tarEntry {
 			return entries
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		b, err := io.ReadAll(tr)
+		data, err := io.ReadAll(tr)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		entries = append(entries, tarEntry{h, b})
+		entries = append(entries, tarEntry{h, data})
 	}
 }
 

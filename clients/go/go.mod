@@ -1,4 +1,4 @@
-module burner/server/internal/apiclient
+module burner/clients/go
 
 go 1.26.0
 
@@ -52,6 +52,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace burner => ../../..
+replace burner => ../..
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen

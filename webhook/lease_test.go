@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"context"
@@ -20,10 +20,10 @@ func TestWebhooksLeaseRenewed(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	hook := Webhook{URL: rc.URL, Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	hook := Hook{URL: rc.URL, Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	for _, node := range []string{"a", "b"} {
-		startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Node: node, Poll: 10 * time.Millisecond,
+		startWorker(t, db, Options{Hooks: []Hook{hook}, Node: node, Poll: 10 * time.Millisecond,
 			Timeout: 5 * time.Second, Lease: 300 * time.Millisecond})
 	}
 	sendTo(t, db, "slow", "alice@x.test")

@@ -13,7 +13,7 @@ import (
 )
 
 // document is the OpenAPI document the client is generated from.
-const document = "../../openapi.json"
+const document = "../../server/openapi.json"
 
 // TestGenerated regenerates the client as go:generate does, into a
 // temporary directory, and fails when client.gen.go differs: the document
@@ -33,7 +33,7 @@ func TestGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, committed) {
-		t.Errorf("client.gen.go is not what %s generates; run go generate in server/internal/apiclient\n%s", document, firstDiff(string(committed), string(got)))
+		t.Errorf("client.gen.go is not what %s generates; run go generate in clients/go\n%s", document, firstDiff(string(committed), string(got)))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"burner/server/internal/apiclient"
+	apiclient "burner/clients/go"
 	"burner/storage"
 )
 

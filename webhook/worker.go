@@ -1,22 +1,15 @@
-package server
+package webhook
 
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,110 +18,22 @@ import (
 	"burner/storage"
 )
 
-// Webhook is one [[webhooks]] entry of the configuration (spec §9).
-type Webhook struct {
-	URL     string   // http or https
-	Inboxes []string // patterns as a key's (spec §8); none: every inbox
-	Secret  string   // whsec_ and the base64 of 24 to 64 bytes
-}
-
-// ID returns the name of the hook in the outbox, the logs and /metrics:
-// the URL's host and the first 8 hex digits of the URL's SHA-256, such as
-// hooks.example.com-1a2b3c4d. It stays the same while the URL does, so
-// that events written before a restart are the hook's after it, and it
-// shows no path or query, where some receivers keep a token.
-func (h Webhook) ID() string {
-	sum := sha256.Sum256([]byte(h.URL))
-	host := "hook"
-	if u, err := url.Parse(h.URL); err == nil && u.Host != "" {
-		host = strings.ToLower(u.Host)
-	}
-	return host + "-" + hex.EncodeToString(sum[:4])
-}
-
-// Hook returns the hook as a store knows it. Check h first.
-func (h Webhook) Hook() storage.Hook {
-	return storage.Hook{ID: h.ID(), Scope: storage.Scope{Inboxes: h.Inboxes}}
-}
-
-// Check returns every problem of h, each naming the key at fault.
-func (h Webhook) Check() []error {
-	var errs []error
-	if u, err := url.Parse(h.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("url: %q is not an http:// or https:// URL", h.URL))
-	}
-	for _, p := range h.Inboxes {
-		if _, err := storage.ParseInboxPattern(p); err != nil {
-			errs = append(errs, fmt.Errorf("inboxes: %w", err))
-		}
-	}
-	if _, err := ParseWebhookSecret(h.Secret); err != nil {
-		errs = append(errs, err)
-	}
-	return errs
-}
-
-// ParseWebhookSecret returns the signing key of a Standard Webhooks secret:
-// "whsec_" and the standard base64 of 24 to 64 bytes.
-func ParseWebhookSecret(secret string) ([]byte, error) {
-	rest, ok := strings.CutPrefix(secret, "whsec_")
-	if !ok {
-		return nil, errors.New("secret: must be whsec_ followed by the base64 of 24 to 64 random bytes (required)")
-	}
-	key, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil || len(key) < 24 || len(key) > 64 {
-		return nil, errors.New("secret: after whsec_ must come the standard base64 of 24 to 64 random bytes, such as the output of `openssl rand -base64 32`")
-	}
-	return key, nil
-}
-
-// signWebhook returns the webhook-signature header of Standard Webhooks:
-// "v1," and the base64 of the HMAC-SHA256 of "id.timestamp.body" keyed
-// with key.
-func signWebhook(key []byte, id, timestamp string, body []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id))
-	mac.Write([]byte{'.'})
-	mac.Write([]byte(timestamp))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
-// webhookBody returns the POST body of an email's event: the same bytes
-// for every attempt, so that a receiver may compare retries.
-func webhookBody(e storage.Email) []byte {
-	type event struct {
-		Type      string    `json:"type"`
-		Timestamp string    `json:"timestamp"`
-		Data      emailJSON `json:"data"`
-	}
-	data := newEmailJSON(e)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // as the API writes bodies
-	if err := enc.Encode(event{"email.received", data.ReceivedAt, data}); err != nil {
-		panic(fmt.Sprintf("webhook body: %v", err)) // strings and bools always encode
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-}
-
 // The delivery rules of spec §9.
 const (
-	webhookInFlight   = 4                // requests at once per hook
-	webhookTimeout    = 10 * time.Second // for a 2xx
-	webhookFirstDelay = 5 * time.Second  // after the first failure, ±20%
-	webhookMaxDelay   = time.Hour        // between two attempts
-	webhookMaxAge     = 24 * time.Hour   // from receivedAt, then dropped
+	maxInFlight    = 4                // requests at once per hook
+	defaultTimeout = 10 * time.Second // for a 2xx
+	firstDelay     = 5 * time.Second  // after the first failure, ±20%
+	maxDelay       = time.Hour        // between two attempts
+	maxAge         = 24 * time.Hour   // from receivedAt, then dropped
 	// An event is leased for at most this long, and the lease is renewed
 	// while its request is in flight, so that a node that dies delays
 	// its events by seconds, not minutes.
-	webhookLease = 30 * time.Second
+	defaultLease = 30 * time.Second
 )
 
-// WebhookOptions tune NewWebhooks. The zero value gives spec §9's rules.
-type WebhookOptions struct {
-	Hooks []Webhook
+// Options tune New. The zero value gives spec §9's rules.
+type Options struct {
+	Hooks []Hook
 	// Node names this node in the leases of the outbox (spec §9, §10):
 	// the same across its restarts, so that a node that starts takes back
 	// at once the leases of its earlier run (storage.Outbox
@@ -157,25 +62,25 @@ type WebhookOptions struct {
 	DropEvery time.Duration
 }
 
-// Webhooks sends the events of a storage.Outbox to their hooks (spec §9).
-type Webhooks struct {
+// Worker sends the events of a storage.Outbox to their hooks (spec §9).
+type Worker struct {
 	ob      storage.Outbox
-	opts    WebhookOptions
+	opts    Options
 	log     *slog.Logger
-	hooks   []*hookSender
-	metrics *webhookMetrics
+	hooks   []*sender
+	metrics *metrics
 }
 
-// hookSender is one hook with its key and its own HTTP client.
-type hookSender struct {
+// sender is one hook with its key and its own HTTP client.
+type sender struct {
 	id, url string
 	key     []byte
 	client  *http.Client
 }
 
-// NewWebhooks returns the delivery worker of the hooks in opts over ob, or
-// the first problem of a hook (Webhook.Check). A nil log discards.
-func NewWebhooks(ob storage.Outbox, opts WebhookOptions, log *slog.Logger) (*Webhooks, error) {
+// New returns the delivery worker of the hooks in opts over ob, or
+// the first problem of a hook (Hook.Check). A nil log discards.
+func New(ob storage.Outbox, opts Options, log *slog.Logger) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -183,46 +88,46 @@ func NewWebhooks(ob storage.Outbox, opts WebhookOptions, log *slog.Logger) (*Web
 		opts.Now = time.Now
 	}
 	if opts.Backoff == nil {
-		opts.Backoff = webhookBackoff
+		opts.Backoff = backoff
 	}
 	if opts.Poll == 0 {
 		opts.Poll = time.Second
 	}
 	if opts.Timeout == 0 {
-		opts.Timeout = webhookTimeout
+		opts.Timeout = defaultTimeout
 	}
 	if opts.DropEvery == 0 {
 		opts.DropEvery = time.Minute
 	}
 	if opts.Lease == 0 {
-		opts.Lease = webhookLease
+		opts.Lease = defaultLease
 	}
 	if opts.Node == "" {
 		opts.Node = "burner"
 	}
-	w := &Webhooks{ob: ob, opts: opts, log: log}
+	w := &Worker{ob: ob, opts: opts, log: log}
 	for _, h := range opts.Hooks {
 		if errs := h.Check(); len(errs) > 0 {
 			return nil, fmt.Errorf("webhook %s: %w", h.ID(), errors.Join(errs...))
 		}
-		key, _ := ParseWebhookSecret(h.Secret)
+		key, _ := ParseSecret(h.Secret)
 		// A transport of its own: a slow receiver ties up none of the
 		// connections of anything else, and none of its idle ones.
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxConnsPerHost = webhookInFlight
-		tr.MaxIdleConnsPerHost = webhookInFlight
-		w.hooks = append(w.hooks, &hookSender{id: h.ID(), url: h.URL, key: key, client: &http.Client{
+		tr.MaxConnsPerHost = maxInFlight
+		tr.MaxIdleConnsPerHost = maxInFlight
+		w.hooks = append(w.hooks, &sender{id: h.ID(), url: h.URL, key: key, client: &http.Client{
 			Transport: tr,
 			Timeout:   opts.Timeout,
 			// spec §9: a redirect is not followed; its 3xx is a failure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}})
 	}
-	w.metrics = newWebhookMetrics(opts.Metrics, ob, w.hookIDs(), opts.Now)
+	w.metrics = newMetrics(opts.Metrics, ob, w.hookIDs(), opts.Now)
 	return w, nil
 }
 
-func (w *Webhooks) hookIDs() []string {
+func (w *Worker) hookIDs() []string {
 	ids := make([]string, len(w.hooks))
 	for i, h := range w.hooks {
 		ids[i] = h.id
@@ -230,21 +135,21 @@ func (w *Webhooks) hookIDs() []string {
 	return ids
 }
 
-// webhookBackoff is spec §9's wait after the n-th failure: 5 s, doubling,
+// backoff is spec §9's wait after the n-th failure: 5 s, doubling,
 // ±20% so that the retries of a burst spread out, at most 1 h.
-func webhookBackoff(n int) time.Duration {
-	d := webhookMaxDelay
+func backoff(n int) time.Duration {
+	d := maxDelay
 	if n < 20 {
-		d = min(webhookFirstDelay<<(n-1), webhookMaxDelay)
+		d = min(firstDelay<<(n-1), maxDelay)
 	}
 	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-	return min(d, webhookMaxDelay)
+	return min(d, maxDelay)
 }
 
 // Run sends events until ctx is done, then waits for the requests in
 // flight (at most Timeout) so that a receiver that answered is not sent
 // the event again, and returns.
-func (w *Webhooks) Run(ctx context.Context) {
+func (w *Worker) Run(ctx context.Context) {
 	// What expired while burner was down goes first, unsent.
 	w.dropExpired(ctx)
 	// spec §9: what this node's earlier run had in flight when it died is
@@ -274,8 +179,8 @@ func (w *Webhooks) Run(ctx context.Context) {
 
 // dropExpired drops the events past 24 h that no attempt gave up on: those
 // of a hook no longer configured, or that waited while burner was down.
-func (w *Webhooks) dropExpired(ctx context.Context) {
-	dropped, err := w.ob.DropEvents(ctx, w.opts.Now().Add(-webhookMaxAge))
+func (w *Worker) dropExpired(ctx context.Context) {
+	dropped, err := w.ob.DropEvents(ctx, w.opts.Now().Add(-maxAge))
 	if err != nil && ctx.Err() == nil {
 		w.log.Error("dropping expired webhook events failed", "err", err)
 	}
@@ -285,12 +190,12 @@ func (w *Webhooks) dropExpired(ctx context.Context) {
 	}
 }
 
-// runHook claims the due events of h, at most webhookInFlight at a time,
+// runHook claims the due events of h, at most maxInFlight at a time,
 // and sends each, until ctx is done.
-func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
+func (w *Worker) runHook(ctx context.Context, h *sender) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	finished := make(chan struct{}, webhookInFlight) // never blocks: at most that many send
+	finished := make(chan struct{}, maxInFlight) // never blocks: at most that many send
 	inFlight := 0
 	tick := time.NewTicker(w.opts.Poll)
 	defer tick.Stop()
@@ -304,7 +209,7 @@ func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
 			}
 		}
 		added := w.ob.EventsAdded(h.id) // before the claim: nothing slips between
-		if free := webhookInFlight - inFlight; free > 0 {
+		if free := maxInFlight - inFlight; free > 0 {
 			evs, err := w.ob.ClaimEvents(ctx, storage.Claim{
 				Hook: h.id, Node: w.opts.Node, Now: w.opts.Now(),
 				Lease: w.opts.Lease, Max: free, // renewed while in flight (attempt)
@@ -335,7 +240,7 @@ func (w *Webhooks) runHook(ctx context.Context, h *hookSender) {
 
 // attempt POSTs e to h once and records the outcome: done, or due again
 // after the backoff, or dropped past 24 h.
-func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) {
+func (w *Worker) attempt(ctx context.Context, h *sender, e storage.Event) {
 	defer w.keepLease(ctx, e)()
 	// Not canceled with ctx: a request in flight at shutdown finishes, so
 	// that a receiver that answers gets the event once.
@@ -362,7 +267,7 @@ func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) 
 	}
 	now := w.opts.Now()
 	next := now.Add(w.opts.Backoff(e.Attempts))
-	if deadline := e.Email.ReceivedAt.Add(webhookMaxAge); !next.Before(deadline) {
+	if deadline := e.Email.ReceivedAt.Add(maxAge); !next.Before(deadline) {
 		w.metrics.deliveries.WithLabelValues(h.id, "expired").Inc()
 		if err := w.ob.CompleteEvent(sctx, e); err != nil {
 			w.log.Error("dropping a webhook event failed", "hook", h.id, "email_id", e.Email.ID, "err", err)
@@ -382,7 +287,7 @@ func (w *Webhooks) attempt(ctx context.Context, h *hookSender, e storage.Event) 
 // function it returns is called, so that no other claim takes e while its
 // request, or the store's record of its outcome, is in flight (spec §9).
 // The function returns once the renewing has stopped.
-func (w *Webhooks) keepLease(ctx context.Context, e storage.Event) (stop func()) {
+func (w *Worker) keepLease(ctx context.Context, e storage.Event) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -411,8 +316,8 @@ func (w *Webhooks) keepLease(ctx context.Context, e storage.Event) (stop func())
 }
 
 // post sends e to h, signed at now, and returns the answer's status.
-func (h *hookSender) post(ctx context.Context, e storage.Event, now time.Time) (int, error) {
-	body := webhookBody(e.Email)
+func (h *sender) post(ctx context.Context, e storage.Event, now time.Time) (int, error) {
+	body := eventBody(e.Email)
 	ts := strconv.FormatInt(now.Unix(), 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
@@ -422,7 +327,7 @@ func (h *hookSender) post(ctx context.Context, e storage.Event, now time.Time) (
 	req.Header.Set("User-Agent", "burner-webhooks")
 	req.Header.Set("webhook-id", e.Email.ID)
 	req.Header.Set("webhook-timestamp", ts)
-	req.Header.Set("webhook-signature", signWebhook(h.key, e.Email.ID, ts, body))
+	req.Header.Set("webhook-signature", sign(h.key, e.Email.ID, ts, body))
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package server
+package webhook
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,67 +22,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"burner/emailjson"
 	"burner/storage"
 	"burner/storage/boltdb"
 )
 
-const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-
-// TestWebhookSignatureVector: the test vector published with the Standard
-// Webhooks specification (standard-webhooks/standard-webhooks).
-func TestWebhookSignatureVector(t *testing.T) {
-	key, err := ParseWebhookSecret(testSecret)
+// openDB opens a fresh data file with opts that the test closes when it
+// ends.
+func openDB(t testing.TB, opts boltdb.Options) *boltdb.DB {
+	t.Helper()
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), opts)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("boltdb.Open: %v", err)
 	}
-	got := signWebhook(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", []byte(`{"test": 2432232314}`))
-	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; got != want {
-		t.Errorf("signWebhook(the specification's vector) = %s, want %s", got, want)
-	}
-}
-
-func TestParseWebhookSecret(t *testing.T) {
-	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, n)) }
-	for _, tc := range []struct {
-		secret string
-		ok     bool
-	}{
-		{testSecret, true},
-		{"whsec_" + b64(24), true},
-		{"whsec_" + b64(64), true},
-		{"whsec_" + b64(23), false},
-		{"whsec_" + b64(65), false},
-		{b64(32), false},                  // no prefix
-		{"whsec_not base64!", false},      // not base64
-		{"", false},                       // missing
-		{"WHSEC_" + b64(32)[6:], false},   // the prefix is lower case
-		{"whsec_" + b64(32) + "=", false}, // bad padding
-	} {
-		key, err := ParseWebhookSecret(tc.secret)
-		if (err == nil) != tc.ok || (tc.ok && len(key) < 24) {
-			t.Errorf("ParseWebhookSecret(%q) = %d bytes, %v; want ok %v", tc.secret, len(key), err, tc.ok)
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
-	}
-}
-
-func TestWebhookCheck(t *testing.T) {
-	good := Webhook{URL: "https://hooks.example.com/mail", Inboxes: []string{"ci-*", "Alice"}, Secret: testSecret}
-	if errs := good.Check(); len(errs) != 0 {
-		t.Errorf("Check(%+v) = %v, want nothing", good, errs)
-	}
-	bad := Webhook{URL: "ftp://x.test/", Inboxes: []string{"a*b"}}
-	errs := bad.Check()
-	if len(errs) != 3 {
-		t.Fatalf("Check(%+v) = %v, want three problems: url, inboxes, secret", bad, errs)
-	}
-	for i, key := range []string{"url:", "inboxes:", "secret:"} {
-		if !strings.HasPrefix(errs[i].Error(), key) {
-			t.Errorf("problem %d = %q, want it to start with %q", i, errs[i], key)
-		}
-	}
-	if id := good.ID(); !strings.HasPrefix(id, "hooks.example.com-") || len(id) != len("hooks.example.com-")+8 || strings.Contains(id, "mail") {
-		t.Errorf("ID() = %q, want the host and 8 hex digits, without the path", id)
-	}
+	})
+	return db
 }
 
 // received is one request a test receiver got.
@@ -92,7 +51,7 @@ type received struct {
 
 // verifyStandardWebhook checks a request as a receiver would, with the
 // algorithm of the Standard Webhooks specification written out here, not
-// the server's: HMAC-SHA256 over "id.timestamp.body" with the base64
+// this package's: HMAC-SHA256 over "id.timestamp.body" with the base64
 // decoded secret, compared with each "v1," signature given.
 func verifyStandardWebhook(secret string, r received) bool {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
@@ -161,10 +120,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// startWebhooks runs the worker over db until the test ends.
-func startWebhooks(t *testing.T, db storage.Outbox, opts WebhookOptions) *Webhooks {
+// startWorker runs the worker over db until the test ends.
+func startWorker(t *testing.T, db storage.Outbox, opts Options) *Worker {
 	t.Helper()
-	w, err := NewWebhooks(db, opts, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	w, err := New(db, opts, slog.New(slog.NewTextHandler(t.Output(), nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +141,10 @@ func startWebhooks(t *testing.T, db storage.Outbox, opts WebhookOptions) *Webhoo
 	return w
 }
 
-func hooksOf(ws ...Webhook) []storage.Hook {
+func hooksOf(ws ...Hook) []storage.Hook {
 	out := make([]storage.Hook, len(ws))
 	for i, w := range ws {
-		out[i] = w.Hook()
+		out[i] = w.StorageHook()
 	}
 	return out
 }
@@ -233,10 +192,10 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 // worker polls once an hour here: the commit itself wakes it.
 func TestWebhooksDeliver(t *testing.T) {
 	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {})
-	hook := Webhook{URL: rc.URL + "/hook?token=x", Inboxes: []string{"ci-*"}, Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	hook := Hook{URL: rc.URL + "/hook?token=x", Inboxes: []string{"ci-*"}, Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	reg := prometheus.NewRegistry()
-	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Poll: time.Hour, Metrics: reg})
+	startWorker(t, db, Options{Hooks: []Hook{hook}, Poll: time.Hour, Metrics: reg})
 
 	emails := sendTo(t, db, "build 1", "CI-1@x.test", "alice@x.test")
 	emails = append(emails, sendTo(t, db, "build 2", "ci-2@x.test")...)
@@ -271,7 +230,7 @@ func TestWebhooksDeliver(t *testing.T) {
 		if err := json.Unmarshal(r.body, &body); err != nil || len(body) != 3 {
 			t.Fatalf("body %s: want an object of type, timestamp and data (%v)", r.body, err)
 		}
-		wantData, _ := json.Marshal(newEmailJSON(want))
+		wantData, _ := json.Marshal(emailjson.New(want))
 		var data, wantMap map[string]any
 		json.Unmarshal(body["data"], &data)
 		json.Unmarshal(wantData, &wantMap)
@@ -320,15 +279,15 @@ func TestWebhooksRetry(t *testing.T) {
 		}
 	})
 	defer close(release)
-	hook := Webhook{URL: rc.URL + "/hook", Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	hook := Hook{URL: rc.URL + "/hook", Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	reg := prometheus.NewRegistry()
 	var tick atomic.Int64 // the worker's clock moves a second at each look
 	start := time.Now()
 	now := func() time.Time { return start.Add(time.Duration(tick.Add(1)) * time.Second) }
 	// A lease of an hour of that clock: 30 s of it pass in a third of a
 	// real second, before the renewal (every 10 real seconds) comes.
-	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Metrics: reg, Now: now, Poll: 10 * time.Millisecond,
+	startWorker(t, db, Options{Hooks: []Hook{hook}, Metrics: reg, Now: now, Poll: 10 * time.Millisecond,
 		Timeout: 200 * time.Millisecond, Lease: time.Hour, Backoff: func(int) time.Duration { return time.Millisecond }})
 
 	e := sendTo(t, db, "retry me", "bob@x.test")[0]
@@ -366,12 +325,12 @@ func TestWebhooksRetry(t *testing.T) {
 // it when the worker starts is dropped unsent. Both are counted.
 func TestWebhooksExpire(t *testing.T) {
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) })
-	hook := Webhook{URL: rc.URL, Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	hook := Hook{URL: rc.URL, Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	old := sendTo(t, db, "old", "a@x.test", "b@x.test")[0]
 	clock := old.ReceivedAt.Add(25 * time.Hour) // the worker's: it starts a day and an hour later
 	reg := prometheus.NewRegistry()
-	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Metrics: reg, Poll: 10 * time.Millisecond,
+	startWorker(t, db, Options{Hooks: []Hook{hook}, Metrics: reg, Poll: 10 * time.Millisecond,
 		Now: func() time.Time { return clock }, Backoff: func(int) time.Duration { return time.Hour }})
 	waitFor(t, "both events expired", func() bool {
 		return metricValue(t, reg, "burner_webhook_deliveries_total", map[string]string{"hook": hook.ID(), "outcome": "expired"}) == 2
@@ -388,12 +347,12 @@ func TestWebhooksExpire(t *testing.T) {
 // the last: the event is dropped, and counted.
 func TestWebhooksGiveUp(t *testing.T) {
 	rc := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
-	hook := Webhook{URL: rc.URL, Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
+	hook := Hook{URL: rc.URL, Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	e := sendTo(t, db, "late", "a@x.test")[0]
 	clock := e.ReceivedAt.Add(23*time.Hour + 30*time.Minute)
 	reg := prometheus.NewRegistry()
-	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Metrics: reg, Poll: 10 * time.Millisecond,
+	startWorker(t, db, Options{Hooks: []Hook{hook}, Metrics: reg, Poll: 10 * time.Millisecond,
 		Now: func() time.Time { return clock }, Backoff: func(int) time.Duration { return time.Hour }})
 	waitFor(t, "the event given up", func() bool {
 		return metricValue(t, reg, "burner_webhook_deliveries_total", map[string]string{"hook": hook.ID(), "outcome": "expired"}) == 1
@@ -411,9 +370,9 @@ func TestWebhooksGiveUp(t *testing.T) {
 func TestWebhooksInFlight(t *testing.T) {
 	release := make(chan struct{})
 	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) { <-release })
-	hook := Webhook{URL: rc.URL, Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
-	startWebhooks(t, db, WebhookOptions{Hooks: []Webhook{hook}, Poll: 10 * time.Millisecond})
+	hook := Hook{URL: rc.URL, Secret: testSecret}
+	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
+	startWorker(t, db, Options{Hooks: []Hook{hook}, Poll: 10 * time.Millisecond})
 	for i := range 10 {
 		sendTo(t, db, "m", "in"+string(rune('a'+i))+"@x.test")
 	}
@@ -426,25 +385,6 @@ func TestWebhooksInFlight(t *testing.T) {
 	waitFor(t, "nothing waiting", func() bool { w, _ := db.Waiting(context.Background()); return len(w) == 0 })
 	if m := rc.most.Load(); m > 4 {
 		t.Errorf("the receiver saw %d requests at once, want at most 4", m)
-	}
-}
-
-// TestControlWaiting: the control socket's /webhooks answers what waits,
-// for `burner stats`.
-func TestControlWaiting(t *testing.T) {
-	hook := Webhook{URL: "http://127.0.0.1:1/", Secret: testSecret}
-	db := openDBWith(t, boltdb.Options{Hooks: hooksOf(hook)})
-	sendTo(t, db, "x", "a@x.test", "b@x.test")
-	srv := httptest.NewServer(New(db, Options{}, nil).ControlHandler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/webhooks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var ws []storage.HookWaiting
-	if err := json.NewDecoder(res.Body).Decode(&ws); err != nil || res.StatusCode != 200 || len(ws) != 1 || ws[0].Hook != hook.ID() || ws[0].Events != 2 {
-		t.Errorf("GET /webhooks = %d %+v (%v), want 2 events of %s", res.StatusCode, ws, err, hook.ID())
 	}
 }
 
@@ -467,15 +407,15 @@ func BenchmarkIngestWebhooks(b *testing.B) {
 	// process) take from the deliveries.
 	for _, tc := range []struct{ name, url string }{{"none", ""}, {"stored", down}, {"fast", fast.URL}, {"down", down}} {
 		b.Run(tc.name, func(b *testing.B) {
-			var hooks []Webhook
+			var hooks []Hook
 			if tc.url != "" {
-				hooks = []Webhook{{URL: tc.url, Secret: testSecret}}
+				hooks = []Hook{{URL: tc.url, Secret: testSecret}}
 			}
-			db := openDBWith(b, boltdb.Options{Hooks: hooksOf(hooks...)})
+			db := openDB(b, boltdb.Options{Hooks: hooksOf(hooks...)})
 			if tc.name == "stored" {
 				hooks = nil
 			}
-			w, err := NewWebhooks(db, WebhookOptions{Hooks: hooks}, nil)
+			w, err := New(db, Options{Hooks: hooks}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
