@@ -235,6 +235,10 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		Ready:         a.smtpReady,
 		AddressDomain: cfg.MCP.AddressDomain,
 		Version:       buildVersion(),
+		// What GET /api/v1/info reports (spec §14).
+		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
+		MaxRecipients:   cfg.SMTP.MaxRecipients,
+		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0},
 	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{

@@ -38,6 +38,7 @@ var specRoutes = map[string]string{
 	"GET /api/v1/emails/{id}/codes":           "/api/v1/emails/{id}/codes",
 	"GET /api/v1/events":                      "/api/v1/events?to=alice",
 	"GET /api/v1/openapi.json":                "/api/v1/openapi.json",
+	"GET /api/v1/info":                        "/api/v1/info",
 	"GET /healthz":                            "/healthz",
 	"GET /metrics":                            "/metrics",
 }
@@ -450,6 +451,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{200, "GET", "/api/v1/events", "/api/v1/events?to=alice"},
 		{400, "GET", "/api/v1/events", "/api/v1/events?to=a%40b"},
 		{200, "GET", "/api/v1/openapi.json", "/api/v1/openapi.json"},
+		{200, "GET", "/api/v1/info", "/api/v1/info"},
 		{200, "GET", "/healthz", "/healthz"},
 		{200, "GET", "/metrics", "/metrics"},
 	} {

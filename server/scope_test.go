@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -137,6 +138,14 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/openapi.json", 200, ""},
 		{"readonly", "GET", "/api/v1/openapi.json", 200, ""},
 	},
+	"GET /api/v1/info": { // any key, which it describes
+		{"full", "GET", "/api/v1/info", 200, scopeInfoBody("full", `["*"]`, false)},
+		{"star", "GET", "/api/v1/info", 200, scopeInfoBody("star", `["*"]`, false)},
+		{"scoped", "GET", "/api/v1/info", 200, scopeInfoBody("scoped", `["alice","ci-*"]`, false)},
+		{"readonly", "GET", "/api/v1/info", 200, scopeInfoBody("readonly", `["*"]`, true)},
+		{"scoped-ro", "GET", "/api/v1/info", 200, scopeInfoBody("scoped-ro", `["ci-*"]`, true)},
+		{"scoped-ro", "HEAD", "/api/v1/info", 200, ""},
+	},
 	"GET /healthz": { // no key needed, and a key changes nothing
 		{"scoped-ro", "GET", "/healthz", 200, `{"status":"ok"}`},
 	},
@@ -147,6 +156,14 @@ var scopeTable = map[string][]scopeCase{
 		{"readonly", "GET", "/metrics", 403, metricsForbiddenBody},
 		{"scoped-ro", "GET", "/metrics", 403, metricsForbiddenBody},
 	},
+}
+
+// scopeInfoBody is GET /api/v1/info's answer to the key name of the
+// scope table, whose server has no options but metrics.
+func scopeInfoBody(name, inboxes string, readOnly bool) string {
+	return `{"version":"","domains":[],"addressDomain":"","key":{"name":"` + name + `","inboxes":` + inboxes +
+		`,"readOnly":` + strconv.FormatBool(readOnly) + `},"limits":{"maxMessageBytes":0,"maxRecipients":0,"maxListLimit":10},` +
+		`"features":{"auth":false,"faults":false,"mcp":false,"webhooks":false}}`
 }
 
 // scopeAPI is the public handler with metrics on, a key of each kind of

@@ -57,6 +57,14 @@ type Options struct {
 	AddressDomain string
 	// Version is burner's version, which MCP clients are told.
 	Version string
+	// MaxMessageBytes and MaxRecipients are the SMTP server's limits
+	// (smtp.max_message_bytes, smtp.max_recipients), which GET
+	// /api/v1/info reports to clients; the server enforces neither.
+	MaxMessageBytes int64
+	MaxRecipients   int
+	// Features are the optional parts of burner that are on, as GET
+	// /api/v1/info reports them (info.go).
+	Features Features
 }
 
 // Server answers HTTP requests from one storage.Engine. It is safe for
@@ -154,6 +162,7 @@ func (s *Server) routes() http.Handler {
 		"/api/v1/emails/{id}/codes":           s.handleCodes,
 		"/api/v1/events":                      s.handleEvents,
 		"/api/v1/openapi.json":                s.handleOpenAPI,
+		"/api/v1/info":                        s.handleInfo,
 	} {
 		api.HandleFunc("GET "+path, h)
 		api.HandleFunc(path, methodNotAllowed("GET, HEAD"))
@@ -232,7 +241,7 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		scoped := r.WithContext(withScope(r.Context(), k.Scope))
+		scoped := r.WithContext(withScope(withKey(r.Context(), k), k.Scope))
 		next.ServeHTTP(w, scoped)
 		// The API's mux sets the route it matched on the request it got,
 		// a copy: the metrics (logRequests) label by it.

@@ -112,6 +112,53 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// Info defines model for Info.
+type Info struct {
+	// AddressDomain The domain of the addresses MCP's `new_address` makes (spec §11): the first inbox domain, else `mcp.address_domain`; a client without a domain of its own uses it.
+	AddressDomain string `json:"addressDomain"`
+
+	// Domains The inbox domains (`smtp.domains`); `[]` when burner takes mail for any domain.
+	Domains []string `json:"domains"`
+
+	// Features Which optional parts are on. Later versions may add more.
+	Features struct {
+		// Auth What the receiving MX saw of SPF, DKIM and DMARC is checked and kept (spec §12).
+		Auth bool `json:"auth"`
+
+		// Faults Fault rules steer SMTP replies (spec §13).
+		Faults bool `json:"faults"`
+
+		// Mcp `/mcp` serves the Model Context Protocol (spec §11).
+		Mcp bool `json:"mcp"`
+
+		// Webhooks At least one `[[webhooks]]` entry is configured (spec §9).
+		Webhooks bool `json:"webhooks"`
+	} `json:"features"`
+	Key struct {
+		// Inboxes The key's patterns, in their order (spec §8): a local part (`alice`: that inbox) or a prefix ending in `*` (`ci-*`); `["*"]` for a key that reaches every inbox.
+		Inboxes []string `json:"inboxes"`
+
+		// Name The key's name (`burner keys create --name`).
+		Name string `json:"name"`
+
+		// ReadOnly The key may read but not delete.
+		ReadOnly bool `json:"readOnly"`
+	} `json:"key"`
+	Limits struct {
+		// MaxListLimit The largest `limit` of a list: 10.
+		MaxListLimit int32 `json:"maxListLimit"`
+
+		// MaxMessageBytes The largest message SMTP takes (`smtp.max_message_bytes`).
+		MaxMessageBytes int64 `json:"maxMessageBytes"`
+
+		// MaxRecipients The most recipients of one message (`smtp.max_recipients`).
+		MaxRecipients int32 `json:"maxRecipients"`
+	} `json:"limits"`
+
+	// Version burner's version, as `burner version` prints it.
+	Version string `json:"version"`
+}
+
 // LocalPart Examples: alice, ci-run+42
 type LocalPart = string
 
@@ -397,6 +444,13 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api/v1/inbox (the `ClearInbox` operationId).
 	ClearInbox(ctx context.Context, params *ClearInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetInfo This server and this key
+	//
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	//
+	// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
+	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document
 	//
 	// Corresponds with GET /api/v1/openapi.json (the `GetOpenAPI` operationId).
@@ -605,6 +659,23 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 // Corresponds with DELETE /api/v1/inbox (the `ClearInbox` operationId).
 func (c *Client) ClearInbox(ctx context.Context, params *ClearInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewClearInboxRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInfo This server and this key
+//
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+//
+// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
+func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInfoRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -1231,6 +1302,33 @@ func NewClearInboxRequest(server string, params *ClearInboxParams) (*http.Reques
 	return req, nil
 }
 
+// NewGetInfoRequest constructs an http.Request for the GetInfo method
+func NewGetInfoRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/info")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetOpenAPIRequest constructs an http.Request for the GetOpenAPI method
 func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	var err error
@@ -1465,6 +1563,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api/v1/inbox (the `ClearInbox` operationId).
 	ClearInboxWithResponse(ctx context.Context, params *ClearInboxParams, reqEditors ...RequestEditorFn) (*ClearInboxResponse, error)
+
+	// GetInfoWithResponse This server and this key
+	//
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
+	GetInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInfoResponse, error)
 
 	// GetOpenAPIWithResponse This document
 	//
@@ -2490,6 +2597,89 @@ func (r ClearInboxResponse) ContentType() string {
 	return ""
 }
 
+// GetInfoResponse401Headers the declared response headers of an HTTP 401 response for GetInfo
+type GetInfoResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetInfoResponse405Headers the declared response headers of an HTTP 405 response for GetInfo
+type GetInfoResponse405Headers struct {
+	Allow string
+}
+
+type GetInfoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Info
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedGet
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetInfoResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetInfoResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInfoResponse) GetJSON200() *Info {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInfoResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetInfoResponse) GetJSON405() *NotAllowedGet {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r GetInfoResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInfoResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInfoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInfoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInfoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInfoResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOpenAPIResponse401Headers the declared response headers of an HTTP 401 response for GetOpenAPI
 type GetOpenAPIResponse401Headers struct {
 	WWWAuthenticate string
@@ -2914,6 +3104,21 @@ func (c *ClientWithResponses) ClearInboxWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseClearInboxResponse(rsp)
+}
+
+// GetInfoWithResponse This server and this key
+//
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
+func (c *ClientWithResponses) GetInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetInfoResponse, error) {
+	rsp, err := c.GetInfo(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInfoResponse(rsp)
 }
 
 // GetOpenAPIWithResponse This document
@@ -3896,6 +4101,83 @@ func ParseClearInboxResponse(rsp *http.Response) (*ClearInboxResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 405:
 		var headers ClearInboxResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInfoResponse parses an HTTP response from a GetInfoWithResponse call
+func ParseGetInfoResponse(rsp *http.Response) (*GetInfoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInfoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Info
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedGet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetInfoResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetInfoResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -64,6 +64,9 @@ func clientCalls(id string) map[string]clientCall {
 		"getOpenAPI": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.GetOpenAPIWithResponse(ctx, ed...)
 		},
+		"getInfo": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.GetInfoWithResponse(ctx, ed...)
+		},
 		"healthz": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.HealthzWithResponse(ctx, ed...)
 		},
@@ -371,6 +374,11 @@ func TestOpenAPIClient(t *testing.T) {
 		}
 		if license, _ := doc.JSON200.Info["license"].(map[string]any); license["identifier"] != "MIT" || len(doc.JSON200.Paths) != len(spec.doc["paths"].(map[string]any)) {
 			t.Errorf("GetOpenAPI: info.license %v and %d paths, want MIT and %d", license, len(doc.JSON200.Paths), len(spec.doc["paths"].(map[string]any)))
+		}
+		info, err := c.GetInfoWithResponse(ctx)
+		if err != nil || info.JSON200 == nil || info.JSON200.Key.Name != "test" || !slices.Equal(info.JSON200.Key.Inboxes, []string{"*"}) ||
+			info.JSON200.Key.ReadOnly || info.JSON200.Limits.MaxListLimit != 10 || info.JSON200.Domains == nil {
+			t.Errorf("GetInfo = %v, %v; want 200 the key test, reaching every inbox, and the limits", answer(info), err)
 		}
 		health, err := c.HealthzWithResponse(ctx)
 		if err != nil || health.JSON200 == nil || health.JSON200.Status != apiclient.Ok {

@@ -4,15 +4,18 @@
 //
 // writes into dist a tarball of the static binary for linux/amd64 and
 // linux/arm64 (with LICENSE, README.md, config.example.toml and the
-// systemd units), a Debian package for each, SHA256SUMS over them, and
-// container/, the build context of the container image
-// (packaging/Containerfile).
+// systemd units), a Debian package for each, the client
+// libraries as packages (burner-client-VERSION.tgz for npm,
+// burner_client-VERSION-py3-none-any.whl and burner_client-VERSION.tar.gz
+// for pip; clients.go), SHA256SUMS over them, and container/, the build
+// context of the container image (packaging/Containerfile).
 //
 // The files are reproducible: two runs on the same commit with the same Go
 // give the same bytes. Every timestamp is SOURCE_DATE_EPOCH, else the
 // commit's time, else a fixed date; archives list their files sorted, with
 // fixed owners; binaries are built with -trimpath. Only Go is needed: git,
-// when present, supplies the commit and its time.
+// when present, supplies the commit and its time. No network either: the
+// client packages are written here, not by npm or setuptools.
 package main
 
 import (
@@ -42,13 +45,16 @@ var fallbackEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // options is what one release is made of.
 type options struct {
-	Version  string    // 1.2.3: no leading v, as Debian wants it
-	Commit   string    // stamped into the binary; "unknown" without git
-	Epoch    time.Time // every file's modification time
-	Src      string    // the source tree: the directory of go.mod
-	Out      string    // where the files go
-	CABundle string    // the CA certificates put in the container image
-	Log      io.Writer // progress, one line a step
+	Version string // 1.2.3: no leading v, as Debian wants it
+	// NPMVersion and PyVersion are Version as npm (SemVer) and Python
+	// (PEP 440) spell it, for the client packages.
+	NPMVersion, PyVersion string
+	Commit                string    // stamped into the binary; "unknown" without git
+	Epoch                 time.Time // every file's modification time
+	Src                   string    // the source tree: the directory of go.mod
+	Out                   string    // where the files go
+	CABundle              string    // the CA certificates put in the container image
+	Log                   io.Writer // progress, one line a step
 }
 
 func main() {
@@ -88,6 +94,10 @@ func resolve(ctx context.Context, version, commit, ca, out string, log io.Writer
 	if !debVersion.MatchString(version) {
 		return options{}, fmt.Errorf("--version %q: want a version such as 1.2.3", version)
 	}
+	npmVersion, pyVersion, err := clientVersions(version)
+	if err != nil {
+		return options{}, err
+	}
 	src, err := moduleDir(ctx)
 	if err != nil {
 		return options{}, err
@@ -107,7 +117,7 @@ func resolve(ctx context.Context, version, commit, ca, out string, log io.Writer
 	if out, err = filepath.Abs(out); err != nil {
 		return options{}, err
 	}
-	return options{Version: version, Commit: commit, Epoch: epoch, Src: src, Out: out, CABundle: ca, Log: log}, nil
+	return options{Version: version, NPMVersion: npmVersion, PyVersion: pyVersion, Commit: commit, Epoch: epoch, Src: src, Out: out, CABundle: ca, Log: log}, nil
 }
 
 // moduleDir returns the directory of burner's go.mod, from wherever the
@@ -209,6 +219,12 @@ func release(ctx context.Context, opts options) error {
 		}
 		files = append(files, name)
 	}
+	fmt.Fprintf(opts.Log, "pack the clients %s (npm %s, Python %s)\n", opts.Version, opts.NPMVersion, opts.PyVersion)
+	clients, err := writeClientPackages(opts)
+	if err != nil {
+		return err
+	}
+	files = append(files, clients...)
 	if err := writeSums(opts.Out, files); err != nil {
 		return err
 	}

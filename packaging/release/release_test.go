@@ -103,10 +103,13 @@ func TestReproducible(t *testing.T) {
 	b := buildRelease(t, "1.2.3", t.TempDir())
 	want := []string{
 		"SHA256SUMS",
+		"burner-client-1.2.3.tgz",
 		"burner_1.2.3_amd64.deb",
 		"burner_1.2.3_arm64.deb",
 		"burner_1.2.3_linux_amd64.tar.gz",
 		"burner_1.2.3_linux_arm64.tar.gz",
+		"burner_client-1.2.3-py3-none-any.whl",
+		"burner_client-1.2.3.tar.gz",
 		"container/Containerfile",
 		"container/bin/amd64/burner",
 		"container/bin/arm64/burner",
@@ -145,7 +148,7 @@ func TestSHA256SUMS(t *testing.T) {
 		}
 		names = append(names, name)
 	}
-	want := "burner_1.2.3_amd64.deb burner_1.2.3_arm64.deb burner_1.2.3_linux_amd64.tar.gz burner_1.2.3_linux_arm64.tar.gz"
+	want := "burner-client-1.2.3.tgz burner_1.2.3_amd64.deb burner_1.2.3_arm64.deb burner_1.2.3_linux_amd64.tar.gz burner_1.2.3_linux_arm64.tar.gz burner_client-1.2.3-py3-none-any.whl burner_client-1.2.3.tar.gz"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("SHA256SUMS covers %s, want %s", got, want)
 	}

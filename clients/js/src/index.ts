@@ -12,6 +12,14 @@ export type Email = components["schemas"]["Email"];
 /** One file of a message, as `attachments` lists it. */
 export type Attachment = components["schemas"]["Attachment"];
 
+/**
+ * What `GET /api/v1/info` says of the server and of the client's key: the
+ * inbox domains, the domain addresses are made on (`addressDomain`), the
+ * key's name, patterns (`["*"]` for every inbox) and mode, the limits and
+ * the optional parts that are on.
+ */
+export type Info = components["schemas"]["Info"];
+
 type ListQuery = operations["listEmails"]["parameters"]["query"];
 
 /** How to reach a burner server. */
@@ -136,6 +144,26 @@ export function newAddress(domain: string, prefix = ""): string {
   return `${local}@${domain}`;
 }
 
+/**
+ * A fresh address that the key `info` describes may use, as the fixtures
+ * make them: inside the key's first pattern (`prefix` follows the part
+ * before its `*`, unless it starts with it already; a pattern without `*`
+ * names the one inbox the address is then on), at `domain`, else at the
+ * server's `addressDomain`, else at `burner.test`.
+ */
+export function scopedAddress(info: Info, options: { domain?: string; prefix?: string } = {}): string {
+  const domain = options.domain || info.addressDomain || "burner.test";
+  let prefix = options.prefix ?? "";
+  const patterns = info.key.inboxes;
+  if (patterns.length > 0 && !patterns.includes("*")) {
+    const first = patterns[0];
+    if (!first.endsWith("*")) return `${first}@${domain}`;
+    const base = first.slice(0, -1);
+    if (!prefix.toLowerCase().startsWith(base)) prefix = base + prefix;
+  }
+  return newAddress(domain, prefix);
+}
+
 function seconds(t: Time): number {
   return t instanceof Date ? t.getTime() / 1000 : t;
 }
@@ -182,6 +210,14 @@ export class Burner {
   /** A fresh address at `domain`; see the function `newAddress`. */
   newAddress(domain: string, prefix?: string): string {
     return newAddress(domain, prefix);
+  }
+
+  /**
+   * The server's domains, limits and features, and what the client's key
+   * may reach and do (`GET /api/v1/info`).
+   */
+  async info(): Promise<Info> {
+    return this.#json<Info>("/info");
   }
 
   /** The emails of an inbox that pass the filters, newest first (at most `limit`, 10 by default). */

@@ -255,6 +255,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This server and this key
+         * @description What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+         */
+        get: operations["getInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -369,6 +389,50 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok" | "unavailable";
+        };
+        Info: {
+            /** @description burner's version, as `burner version` prints it. */
+            version: string;
+            /** @description The inbox domains (`smtp.domains`); `[]` when burner takes mail for any domain. */
+            domains: string[];
+            /** @description The domain of the addresses MCP's `new_address` makes (spec §11): the first inbox domain, else `mcp.address_domain`; a client without a domain of its own uses it. */
+            addressDomain: string;
+            key: {
+                /** @description The key's name (`burner keys create --name`). */
+                name: string;
+                /** @description The key's patterns, in their order (spec §8): a local part (`alice`: that inbox) or a prefix ending in `*` (`ci-*`); `["*"]` for a key that reaches every inbox. */
+                inboxes: string[];
+                /** @description The key may read but not delete. */
+                readOnly: boolean;
+            };
+            limits: {
+                /**
+                 * Format: int64
+                 * @description The largest message SMTP takes (`smtp.max_message_bytes`).
+                 */
+                maxMessageBytes: number;
+                /**
+                 * Format: int32
+                 * @description The most recipients of one message (`smtp.max_recipients`).
+                 */
+                maxRecipients: number;
+                /**
+                 * Format: int32
+                 * @description The largest `limit` of a list: 10.
+                 */
+                maxListLimit: number;
+            };
+            /** @description Which optional parts are on. Later versions may add more. */
+            features: {
+                /** @description What the receiving MX saw of SPF, DKIM and DMARC is checked and kept (spec §12). */
+                auth: boolean;
+                /** @description Fault rules steer SMTP replies (spec §13). */
+                faults: boolean;
+                /** @description `/mcp` serves the Model Context Protocol (spec §11). */
+                mcp: boolean;
+                /** @description At least one `[[webhooks]]` entry is configured (spec §9). */
+                webhooks: boolean;
+            };
         };
     };
     responses: {
@@ -884,6 +948,30 @@ export interface operations {
                         info: Record<string, never>;
                         paths: Record<string, never>;
                     };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            405: components["responses"]["NotAllowedGet"];
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server's settings and the key's scope. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Info"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -8,11 +8,15 @@
 //   });
 //
 // The server comes from BURNER_URL and BURNER_KEY, the inbox domain from
-// BURNER_DOMAIN, or from the option `burner` (test.use({ burner: {...} })).
+// BURNER_DOMAIN (else the server's), the start of each inbox from
+// BURNER_PREFIX, or all from the option `burnerConfig`
+// (test.use({ burnerConfig: {...} })). Any key will do: the fixtures ask
+// the server (GET /api/v1/info) which inboxes the key reaches, and do not
+// clean up after a read-only key.
 
 import { test as base, expect } from "@playwright/test";
-import { Burner, localPart, newAddress } from "./index.js";
-import type { Email, Filters, ListOptions } from "./index.js";
+import { Burner, BurnerError, localPart, scopedAddress } from "./index.js";
+import type { Email, Filters, Info, ListOptions } from "./index.js";
 
 export { expect };
 export * from "./index.js";
@@ -23,9 +27,12 @@ export interface BurnerConfig {
   url?: string;
   /** BURNER_KEY: an API key. */
   key?: string;
-  /** BURNER_DOMAIN: the domain of the inbox addresses; "burner.test" when not set. */
+  /** BURNER_DOMAIN: the domain of the inbox addresses; the server's `addressDomain` when not set. */
   domain?: string;
-  /** BURNER_PREFIX: the start of each inbox's local part; "pw-" when not set. */
+  /**
+   * BURNER_PREFIX: the start of each inbox's local part, after the part of
+   * the key's first pattern before its `*`; "pw-" when not set.
+   */
   prefix?: string;
 }
 
@@ -43,14 +50,17 @@ export interface TestInbox {
   codes(id: string, options?: { pattern?: string }): Promise<string[]>;
   /** See Burner.links. */
   links(id: string): Promise<string[]>;
-  /** Deletes every email of the inbox. */
+  /** Deletes every email of the inbox (refused for a read-only key). */
   clear(): Promise<void>;
 }
 
 export interface BurnerFixtures {
   /** A client of the server. */
   burner: Burner;
-  /** A fresh address, its mail deleted after the test. */
+  /**
+   * A fresh address inside the key's scope; its mail is deleted after the
+   * test, unless the key is read-only.
+   */
   inbox: TestInbox;
 }
 
@@ -58,7 +68,19 @@ export interface BurnerWorkerOptions {
   burnerConfig: BurnerConfig;
 }
 
-function configured(c: BurnerConfig): Required<BurnerConfig> {
+export interface BurnerWorkerFixtures extends BurnerWorkerOptions {
+  /** What the server says of itself and of the key (GET /api/v1/info), asked once per worker. */
+  burnerInfo: Info;
+}
+
+interface Configured {
+  url: string;
+  key: string;
+  domain: string | undefined;
+  prefix: string;
+}
+
+function configured(c: BurnerConfig): Configured {
   const env = process.env;
   const url = c.url ?? env.BURNER_URL;
   const key = c.key ?? env.BURNER_KEY;
@@ -70,21 +92,46 @@ function configured(c: BurnerConfig): Required<BurnerConfig> {
   return {
     url,
     key,
-    domain: c.domain ?? env.BURNER_DOMAIN ?? "burner.test",
+    domain: c.domain || env.BURNER_DOMAIN || undefined,
     prefix: c.prefix ?? env.BURNER_PREFIX ?? "pw-",
   };
 }
 
-/** Playwright's `test`, with the fixtures `burner` and `inbox`. */
-export const test = base.extend<BurnerFixtures, BurnerWorkerOptions>({
+// infoOf asks the server about the key. A burner older than GET
+// /api/v1/info answers 404: its keys were taken to reach every inbox.
+async function infoOf(burner: Burner): Promise<Info> {
+  try {
+    return await burner.info();
+  } catch (err) {
+    if (!(err instanceof BurnerError) || err.status !== 404) throw err;
+    return {
+      version: "",
+      domains: [],
+      addressDomain: "",
+      key: { name: "", inboxes: ["*"], readOnly: false },
+      limits: { maxMessageBytes: 0, maxRecipients: 0, maxListLimit: 10 },
+      features: { auth: false, faults: false, mcp: false, webhooks: false },
+    };
+  }
+}
+
+/** Playwright's `test`, with the fixtures `burner`, `inbox` and `burnerInfo`. */
+export const test = base.extend<BurnerFixtures, BurnerWorkerFixtures>({
   burnerConfig: [{}, { scope: "worker", option: true }],
+  burnerInfo: [
+    async ({ burnerConfig }, use) => {
+      const c = configured(burnerConfig);
+      await use(await infoOf(new Burner({ url: c.url, key: c.key })));
+    },
+    { scope: "worker" },
+  ],
   burner: async ({ burnerConfig }, use) => {
     const c = configured(burnerConfig);
     await use(new Burner({ url: c.url, key: c.key }));
   },
-  inbox: async ({ burner, burnerConfig }, use) => {
+  inbox: async ({ burner, burnerConfig, burnerInfo }, use) => {
     const c = configured(burnerConfig);
-    const address = newAddress(c.domain, c.prefix);
+    const address = scopedAddress(burnerInfo, { domain: c.domain, prefix: c.prefix });
     const to = localPart(address);
     await use({
       address,
@@ -95,6 +142,7 @@ export const test = base.extend<BurnerFixtures, BurnerWorkerOptions>({
       links: (id) => burner.links(id),
       clear: () => burner.clearInbox(to),
     });
-    await burner.clearInbox(to);
+    // A read-only key may not delete: its mail stays until retention.
+    if (!burnerInfo.key.readOnly) await burner.clearInbox(to);
   },
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, test } from "node:test";
 
-import { Burner, BurnerError, TimeoutError, localPart, newAddress } from "../dist/index.js";
+import { Burner, BurnerError, TimeoutError, localPart, newAddress, scopedAddress } from "../dist/index.js";
 import { startBurner } from "./support/burner.js";
 
 let srv;
@@ -281,6 +281,35 @@ describe("newAddress", () => {
     for (const [url, key] of [["", "k"], ["127.0.0.1:8080", "k"], ["ftp://h", "k"], ["http://h", ""], ["http://[", "k"]]) {
       assert.throws(() => new Burner({ url, key }), TypeError, `${url} ${key}`);
     }
+  });
+});
+
+describe("info and scopedAddress", () => {
+  test("info says what the server and the key are", async () => {
+    const info = await burner.info();
+    assert.match(info.version, /./);
+    assert.deepEqual(info.domains, ["inbox.test", "other.test"]);
+    assert.equal(info.addressDomain, "inbox.test");
+    assert.deepEqual(info.key, { name: "test", inboxes: ["*"], readOnly: false });
+    assert.deepEqual(info.limits, { maxMessageBytes: 10485760, maxRecipients: 100, maxListLimit: 10 });
+    assert.equal(info.features.mcp, true);
+    assert.equal(info.features.webhooks, false);
+    const ro = await new Burner({ url: srv.url, key: srv.keys["scoped-ro"] }).info();
+    assert.deepEqual(ro.key, { name: "scoped-ro", inboxes: ["team-*"], readOnly: true });
+  });
+
+  test("scopedAddress stays inside the key's first pattern", () => {
+    const info = (inboxes, addressDomain = "inbox.test") => ({ addressDomain, key: { name: "k", inboxes, readOnly: false } });
+    assert.match(scopedAddress(info(["*"]), { prefix: "pw-" }), /^pw-[a-z0-9]{12}@inbox\.test$/);
+    assert.match(scopedAddress(info(["team-*", "alice"]), { prefix: "pw-" }), /^team-pw-[a-z0-9]{12}@inbox\.test$/);
+    // A prefix inside the pattern already is kept as it is.
+    assert.match(scopedAddress(info(["team-*"]), { prefix: "Team-ci-" }), /^Team-ci-[a-z0-9]{12}@inbox\.test$/);
+    assert.match(scopedAddress(info(["team-*"])), /^team-[a-z0-9]{12}@inbox\.test$/);
+    // A pattern that names an inbox is that inbox; "*" anywhere is every inbox.
+    assert.equal(scopedAddress(info(["alice", "team-*"]), { prefix: "pw-", domain: "d.test" }), "alice@d.test");
+    assert.match(scopedAddress(info(["alice", "*"]), { prefix: "pw-" }), /^pw-[a-z0-9]{12}@inbox\.test$/);
+    // The domain: the one given, else addressDomain, else burner.test.
+    assert.match(scopedAddress(info(["*"], "")), /^[a-z0-9]{12}@burner\.test$/);
   });
 });
 

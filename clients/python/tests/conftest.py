@@ -1,9 +1,10 @@
 """A real burner for the tests: built from this checkout (``go build``;
 BURNER_BIN names a binary to use instead), started on 127.0.0.1 with ports
-the kernel picks and a data file in a temporary directory. It sets
-BURNER_URL and BURNER_KEY, as a user would, for the plugin's fixtures
-(load the plugin with ``-p burner_client.pytest_plugin`` when the package
-is not installed)."""
+the kernel picks, the inbox domains inbox.test and other.test, and a data
+file in a temporary directory. It sets BURNER_URL and BURNER_KEY, as a user
+would, for the plugin's fixtures (load the plugin with ``-p
+burner_client.pytest_plugin`` when the package is not installed), and no
+BURNER_DOMAIN: the fixtures take the server's address domain."""
 
 from __future__ import annotations
 
@@ -22,6 +23,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
+# pytester runs the plugin's fixtures in a pytest of their own, with
+# another key (test_plugin.py).
+pytest_plugins = ["pytester"]
+
+
+#: The keys made for the tests, by name: "test" reaches every inbox.
+KEYS = {
+    "test": [],
+    "scoped-ro": ["--inbox", "team-*", "--read-only"],
+    "exact": ["--inbox", "alice"],
+}
+
 
 @dataclass
 class Server:
@@ -29,6 +42,8 @@ class Server:
     key: str
     smtp_host: str
     smtp_port: int
+    #: The secrets of KEYS, by name.
+    keys: Dict[str, str]
 
     def send(
         self,
@@ -65,17 +80,20 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         binary = str((cache.mkdir("burner-test") if cache else d) / "burner")
         subprocess.run(["go", "build", "-o", binary, "."], cwd=REPO, check=True, timeout=600)
     data = str(d / "burner.db")
-    # keys create prints the key alone on the last line of stdout (spec §1).
-    out = subprocess.run(
-        [binary, "keys", "create", "--name", "test", "--data", data],
-        cwd=d, check=True, capture_output=True, text=True, timeout=60,
-    ).stdout
-    key = out.strip().splitlines()[-1]
+    keys = {}
+    for name, scope in KEYS.items():
+        # keys create prints the key alone on the last line of stdout (spec §1).
+        out = subprocess.run(
+            [binary, "keys", "create", "--name", name, *scope, "--data", data],
+            cwd=d, check=True, capture_output=True, text=True, timeout=60,
+        ).stdout
+        keys[name] = out.strip().splitlines()[-1]
 
     log_path = d / "serve.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [binary, "serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"],
+            [binary, "serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
+             "--domain", "inbox.test", "--domain", "other.test"],
             cwd=d,  # no ./burner.toml there: built-in defaults
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
@@ -92,9 +110,11 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                 pytest.fail(f"burner did not start within 60 s:\n{log_path.read_text()}")
             time.sleep(0.05)
         smtp_host, _, smtp_port = m.group(1).rpartition(":")
-        srv = Server(url=f"http://{m.group(2)}", key=key, smtp_host=smtp_host, smtp_port=int(smtp_port))
-        saved = {k: os.environ.get(k) for k in ("BURNER_URL", "BURNER_KEY", "BURNER_DOMAIN")}
-        os.environ.update(BURNER_URL=srv.url, BURNER_KEY=srv.key, BURNER_DOMAIN="inbox.test")
+        srv = Server(url=f"http://{m.group(2)}", key=keys["test"], smtp_host=smtp_host, smtp_port=int(smtp_port), keys=keys)
+        saved = {k: os.environ.get(k) for k in ("BURNER_URL", "BURNER_KEY", "BURNER_DOMAIN", "BURNER_PREFIX")}
+        os.environ.update(BURNER_URL=srv.url, BURNER_KEY=srv.key)
+        os.environ.pop("BURNER_DOMAIN", None)
+        os.environ.pop("BURNER_PREFIX", None)
         try:
             yield srv
         finally:

@@ -12,7 +12,19 @@ from typing import List
 
 import pytest
 
-from burner_client import Attachment, Burner, BurnerError, Email, local_part, new_address
+from burner_client import (
+    Attachment,
+    Burner,
+    BurnerError,
+    Email,
+    Features,
+    Info,
+    KeyInfo,
+    Limits,
+    local_part,
+    new_address,
+    scoped_address,
+)
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +207,48 @@ def test_new_address():
             new_address(*bad)
     assert local_part("a.b+c@d.test") == "a.b+c"
     assert local_part("alice") == "alice"
+
+
+def test_info_says_what_the_server_and_the_key_are(client, server):
+    info = client.info()
+    assert info.version
+    assert info.domains == ["inbox.test", "other.test"]
+    assert info.address_domain == "inbox.test"
+    assert info.key == KeyInfo(name="test", inboxes=["*"], read_only=False)
+    assert info.limits == Limits(max_message_bytes=10485760, max_recipients=100, max_list_limit=10)
+    assert info.features.mcp and not info.features.webhooks
+    ro = Burner(server.url, server.keys["scoped-ro"]).info()
+    assert ro.key == KeyInfo(name="scoped-ro", inboxes=["team-*"], read_only=True)
+
+
+def test_scoped_address_stays_inside_the_keys_first_pattern():
+    def info(inboxes: List[str], address_domain: str = "inbox.test") -> Info:
+        return Info(
+            version="", domains=[], address_domain=address_domain,
+            key=KeyInfo(name="k", inboxes=inboxes, read_only=False),
+            limits=Limits(0, 0, 10), features=Features(),
+        )
+
+    assert re.fullmatch(r"pytest-[a-z0-9]{12}@inbox\.test", scoped_address(info(["*"]), prefix="pytest-"))
+    assert re.fullmatch(r"team-pytest-[a-z0-9]{12}@inbox\.test", scoped_address(info(["team-*", "alice"]), prefix="pytest-"))
+    # A prefix inside the pattern already is kept as it is.
+    assert re.fullmatch(r"Team-ci-[a-z0-9]{12}@inbox\.test", scoped_address(info(["team-*"]), prefix="Team-ci-"))
+    assert re.fullmatch(r"team-[a-z0-9]{12}@inbox\.test", scoped_address(info(["team-*"])))
+    # A pattern that names an inbox is that inbox; "*" anywhere is every inbox.
+    assert scoped_address(info(["alice", "team-*"]), "d.test", "pytest-") == "alice@d.test"
+    assert re.fullmatch(r"pytest-[a-z0-9]{12}@inbox\.test", scoped_address(info(["alice", "*"]), prefix="pytest-"))
+    # The domain: the one given, else address_domain, else burner.test.
+    assert re.fullmatch(r"[a-z0-9]{12}@burner\.test", scoped_address(info(["*"], "")))
+
+
+def test_info_takes_features_it_does_not_know():
+    d = {
+        "version": "9", "domains": [], "addressDomain": "a.test",
+        "key": {"name": "k", "inboxes": ["*"], "readOnly": True},
+        "limits": {"maxMessageBytes": 1, "maxRecipients": 2, "maxListLimit": 10},
+        "features": {"mcp": True, "teleport": True},
+    }
+    assert Info.from_json(d).features == Features(mcp=True)
 
 
 def test_burner_checks_its_arguments():

@@ -1,23 +1,16 @@
-import { Burner, expect, test } from "burner-client/playwright";
-import { sendMail } from "../support/burner.js";
-
-// The application under test would send this mail; here the test does,
-// over SMTP, to the address the fixture made.
-async function signUp(address: string) {
-  const [host, port] = process.env.BURNER_TEST_SMTP!.split(":");
-  await sendMail({
-    host,
-    port: Number(port),
-    to: address,
-    subject: "Confirm your account",
-    text: "Welcome!\nYour confirmation code is 734 019.\nhttps://app.test/confirm?t=xyz\n",
-  });
-}
+// The fixtures with a key for every inbox, from BURNER_URL and BURNER_KEY.
+// (A key's worker options are per file: scoped-readonly.spec.ts and
+// one-inbox.spec.ts try the scoped keys.)
+import { expect, test } from "burner-client/playwright";
+import { admin, signUp } from "./helpers.js";
 
 const used: string[] = [];
 
-test("signup: the code arrives in a fresh inbox", async ({ inbox, burner, request }) => {
+test("signup: the code arrives in a fresh inbox", async ({ inbox, burner, burnerInfo, request }) => {
   used.push(inbox.to);
+  expect(burnerInfo.key).toEqual({ name: "test", inboxes: ["*"], readOnly: false });
+  // No BURNER_DOMAIN: the server's addressDomain, its first domain.
+  expect(burnerInfo.addressDomain).toBe("inbox.test");
   expect(inbox.address).toMatch(/^pw-[a-z0-9]{12}@inbox\.test$/);
   expect(await inbox.listEmails()).toEqual([]);
 
@@ -45,7 +38,6 @@ test("a second test gets another inbox", async ({ inbox }) => {
 
 test.afterAll(async () => {
   // The fixture cleared each inbox after its test.
-  const b = new Burner({ url: process.env.BURNER_URL!, key: process.env.BURNER_KEY! });
   expect(used).toHaveLength(2);
-  for (const to of used) expect(await b.listEmails({ to })).toEqual([]);
+  for (const to of used) expect(await admin().listEmails({ to })).toEqual([]);
 });

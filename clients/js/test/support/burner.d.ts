@@ -11,6 +11,7 @@ export interface Mail {
 export interface RunningBurner {
   url: string;
   key: string;
+  keys: { test: string; "scoped-ro": string; exact: string };
   smtpHost: string;
   smtpPort: number;
   log(): string;

@@ -16,8 +16,11 @@ const repo = path.resolve(pkg, "../..");
 
 /**
  * Builds burner (`go build`; BURNER_BIN names a binary to use instead),
- * makes an API key, starts `burner serve`, and returns how to reach it.
- * Call stop() when done: it ends the server and removes its files.
+ * makes API keys, starts `burner serve` for the inbox domains inbox.test
+ * and other.test, and returns how to reach it. `key` reaches every inbox;
+ * `keys` holds it and the scoped ones: "scoped-ro" (`team-*`, read-only)
+ * and "exact" (the inbox `alice`). Call stop() when done: it ends the
+ * server and removes its files.
  */
 export async function startBurner() {
   const dir = mkdtempSync(path.join(os.tmpdir(), "burner-js-test-"));
@@ -29,14 +32,23 @@ export async function startBurner() {
     await run("go", ["build", "-o", bin, "."], { cwd: repo, timeout: 600_000 });
   }
   const data = path.join(dir, "burner.db");
-  // keys create prints the key alone on the last line of stdout (spec §1).
-  const { stdout } = await run(bin, ["keys", "create", "--name", "test", "--data", data], {
-    cwd: dir,
-    timeout: 60_000,
-  });
-  const key = stdout.trim().split("\n").pop();
+  const keys = {};
+  for (const [name, ...scope] of [
+    ["test"],
+    ["scoped-ro", "--inbox", "team-*", "--read-only"],
+    ["exact", "--inbox", "alice"],
+  ]) {
+    // keys create prints the key alone on the last line of stdout (spec §1).
+    const { stdout } = await run(bin, ["keys", "create", "--name", name, ...scope, "--data", data], {
+      cwd: dir,
+      timeout: 60_000,
+    });
+    keys[name] = stdout.trim().split("\n").pop();
+  }
+  const key = keys.test;
 
-  const child = spawn(bin, ["serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"], {
+  const args = ["serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"];
+  const child = spawn(bin, [...args, "--domain", "inbox.test", "--domain", "other.test"], {
     cwd: dir, // no ./burner.toml there: built-in defaults
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -68,6 +80,7 @@ export async function startBurner() {
   return {
     url: `http://${started.http}`,
     key,
+    keys,
     smtpHost,
     smtpPort,
     log: () => log,

@@ -31,9 +31,14 @@ __all__ = [
     "Burner",
     "BurnerError",
     "Email",
+    "Features",
     "Inbox",
+    "Info",
+    "KeyInfo",
+    "Limits",
     "local_part",
     "new_address",
+    "scoped_address",
 ]
 
 __version__ = "0.1.0"
@@ -117,6 +122,67 @@ class Attachment:
         )
 
 
+@dataclass(frozen=True)
+class KeyInfo:
+    """The API key a client uses, as the server sees it."""
+
+    name: str
+    #: Its patterns, in order: a local part (that inbox) or a prefix
+    #: ending in ``*``; ``["*"]`` for a key that reaches every inbox.
+    inboxes: List[str]
+    read_only: bool
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's limits."""
+
+    max_message_bytes: int
+    max_recipients: int
+    max_list_limit: int
+
+
+@dataclass(frozen=True)
+class Features:
+    """Which optional parts of the server are on."""
+
+    auth: bool = False
+    faults: bool = False
+    mcp: bool = False
+    webhooks: bool = False
+
+
+@dataclass(frozen=True)
+class Info:
+    """What ``GET /api/v1/info`` says of the server and of the client's key."""
+
+    version: str
+    #: The inbox domains; empty when the server takes mail for any domain.
+    domains: List[str]
+    #: The domain the server makes addresses on (MCP's ``new_address``).
+    address_domain: str
+    key: KeyInfo
+    limits: Limits
+    features: Features
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Info":
+        k, lim, f = d["key"], d["limits"], d["features"]
+        return cls(
+            version=d["version"],
+            domains=list(d["domains"]),
+            address_domain=d["addressDomain"],
+            key=KeyInfo(name=k["name"], inboxes=list(k["inboxes"]), read_only=k["readOnly"]),
+            limits=Limits(
+                max_message_bytes=lim["maxMessageBytes"],
+                max_recipients=lim["maxRecipients"],
+                max_list_limit=lim["maxListLimit"],
+            ),
+            # Later servers may name more features than this client knows.
+            features=Features(**{name: bool(f.get(name, False)) for name in ("auth", "faults", "mcp", "webhooks")}),
+        )
+
+
 def _parse_time(s: str) -> datetime:
     # receivedAt is YYYY-MM-DDTHH:mm:ss.sssZ; fromisoformat takes no "Z"
     # before Python 3.11.
@@ -151,6 +217,25 @@ def new_address(domain: str, prefix: str = "") -> str:
             "(at most 52 of A-Z a-z 0-9 _ + . -)"
         )
     return f"{local}@{domain}"
+
+
+def scoped_address(info: Info, domain: Optional[str] = None, prefix: str = "") -> str:
+    """A fresh address that the key ``info`` describes may use, as the
+    pytest fixture makes them: inside the key's first pattern (``prefix``
+    follows the part before its ``*``, unless it starts with it already; a
+    pattern without ``*`` names the one inbox the address is then on), at
+    ``domain``, else at the server's ``address_domain``, else at
+    ``burner.test``."""
+    domain = domain or info.address_domain or "burner.test"
+    patterns = info.key.inboxes
+    if patterns and "*" not in patterns:
+        first = patterns[0]
+        if not first.endswith("*"):
+            return f"{first}@{domain}"
+        base = first[:-1]
+        if not prefix.lower().startswith(base):
+            prefix = base + prefix
+    return new_address(domain, prefix)
 
 
 class Burner:
@@ -195,6 +280,11 @@ class Burner:
     def inbox(self, domain: str, prefix: str = "") -> "Inbox":
         """A fresh inbox at ``domain``, with the calls bound to it."""
         return Inbox(self, new_address(domain, prefix))
+
+    def info(self) -> Info:
+        """The server's domains, limits and features, and what the
+        client's key may reach and do (``GET /api/v1/info``)."""
+        return Info.from_json(self._json("/info"))
 
     # The core API.
 

@@ -1,0 +1,449 @@
+// burner-client: the API of burner, a self-hosted disposable inbox, for
+// test suites and agents. No runtime dependencies: Node's own fetch.
+// The reference of every route is docs/api.md; the types of what the
+// server answers are generated from its OpenAPI document (openapi.ts).
+import { getRandomValues } from "node:crypto";
+/** An answer of the API other than success: `status` and the API's own message. */
+export class BurnerError extends Error {
+    status;
+    constructor(status, message) {
+        super(message);
+        this.name = "BurnerError";
+        this.status = status;
+    }
+}
+/** Nothing matching arrived within the time a wait was given. */
+export class TimeoutError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = "TimeoutError";
+    }
+}
+// The longest wait the API holds one request (docs/api.md, "wait").
+const maxWait = 60;
+// Slack a held request gets beyond its wait before the client gives up on
+// the connection: the server answers at the end of the wait, this covers
+// the network and a busy machine.
+const waitSlack = 15;
+const localPartRe = /^[A-Za-z0-9_+.-]{1,64}$/;
+/** The local part of an inbox given as a local part or as an address. */
+export function localPart(inbox) {
+    const at = inbox.lastIndexOf("@");
+    return at < 0 ? inbox : inbox.slice(0, at);
+}
+const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+/**
+ * A fresh address at `domain`: `prefix` (when given) and 12 random
+ * lower-case letters and digits (62 bits), a local part the API accepts.
+ */
+export function newAddress(domain, prefix = "") {
+    if (!domain || /[\s@]/.test(domain)) {
+        throw new TypeError(`burner: not a domain: ${JSON.stringify(domain)}`);
+    }
+    const bytes = getRandomValues(new Uint8Array(12));
+    let random = "";
+    for (const b of bytes)
+        random += alphabet[b % alphabet.length];
+    const local = prefix + random;
+    if (!localPartRe.test(local)) {
+        throw new TypeError(`burner: the prefix ${JSON.stringify(prefix)} makes no valid local part (at most 52 of A-Z a-z 0-9 _ + . -)`);
+    }
+    return `${local}@${domain}`;
+}
+/**
+ * A fresh address that the key `info` describes may use, as the fixtures
+ * make them: inside the key's first pattern (`prefix` follows the part
+ * before its `*`, unless it starts with it already; a pattern without `*`
+ * names the one inbox the address is then on), at `domain`, else at the
+ * server's `addressDomain`, else at `burner.test`.
+ */
+export function scopedAddress(info, options = {}) {
+    const domain = options.domain || info.addressDomain || "burner.test";
+    let prefix = options.prefix ?? "";
+    const patterns = info.key.inboxes;
+    if (patterns.length > 0 && !patterns.includes("*")) {
+        const first = patterns[0];
+        if (!first.endsWith("*"))
+            return `${first}@${domain}`;
+        const base = first.slice(0, -1);
+        if (!prefix.toLowerCase().startsWith(base))
+            prefix = base + prefix;
+    }
+    return newAddress(domain, prefix);
+}
+function seconds(t) {
+    return t instanceof Date ? t.getTime() / 1000 : t;
+}
+function filterQuery(to, f) {
+    const q = { to: localPart(to) };
+    if (f.subject !== undefined)
+        q.subject = f.subject;
+    if (f.search !== undefined)
+        q.search = f.search;
+    if (f.body !== undefined)
+        q.body = f.body;
+    if (f.header !== undefined) {
+        q.header = typeof f.header === "string" ? f.header : `${f.header[0]}:${f.header[1]}`;
+    }
+    if (f.since !== undefined)
+        q.since = seconds(f.since);
+    return q;
+}
+/** A client of one burner server. */
+export class Burner {
+    url;
+    #key;
+    #timeout;
+    #maxWait;
+    constructor(options) {
+        if (!options?.url)
+            throw new TypeError("burner: url is required");
+        if (!options.key)
+            throw new TypeError("burner: key is required");
+        this.url = options.url.replace(/\/+$/, "").replace(/\/api\/v1$/, "");
+        // Checked here rather than at each fetch, where the event stream would
+        // take a bad URL for a network it should wait out.
+        if (!/^https?:\/\/[^/]/.test(this.url) || !tryURL(this.url)) {
+            throw new TypeError(`burner: url must be http:// or https://, not ${JSON.stringify(options.url)}`);
+        }
+        this.#key = options.key;
+        this.#timeout = options.requestTimeout ?? 30;
+        const mw = options.maxWait ?? maxWait;
+        if (!Number.isInteger(mw) || mw < 1 || mw > maxWait) {
+            throw new TypeError(`burner: maxWait is an integer from 1 to 60, not ${mw}`);
+        }
+        this.#maxWait = mw;
+    }
+    /** A fresh address at `domain`; see the function `newAddress`. */
+    newAddress(domain, prefix) {
+        return newAddress(domain, prefix);
+    }
+    /**
+     * The server's domains, limits and features, and what the client's key
+     * may reach and do (`GET /api/v1/info`).
+     */
+    async info() {
+        return this.#json("/info");
+    }
+    /** The emails of an inbox that pass the filters, newest first (at most `limit`, 10 by default). */
+    async listEmails(options) {
+        const q = filterQuery(options.to, options);
+        if (options.before !== undefined)
+            q.before = seconds(options.before);
+        if (options.limit !== undefined)
+            q.limit = options.limit;
+        return this.#json("/emails", q);
+    }
+    /**
+     * The newest email of an inbox that passes the filters, waiting for one
+     * to arrive when there is none yet: the API holds the request (`wait`,
+     * up to `maxWait` seconds at a time) until a delivery wakes it, and this
+     * asks again until `timeout` seconds (30 by default) have passed. Throws
+     * `TimeoutError` when nothing came. Give `since` to skip mail that is
+     * already there.
+     */
+    async waitForEmail(options) {
+        const timeout = options.timeout ?? 30;
+        const deadline = Date.now() + timeout * 1000;
+        const q = { ...filterQuery(options.to, options), limit: 1 };
+        for (;;) {
+            const left = (deadline - Date.now()) / 1000;
+            // The API's wait is whole seconds from 1 to 60; a last fraction of a
+            // second is rounded up rather than dropped.
+            q.wait = Math.min(this.#maxWait, Math.max(1, Math.ceil(left)));
+            const res = await this.#request("GET", "/emails", q, {
+                timeout: q.wait + waitSlack,
+                signal: options.signal,
+            });
+            const emails = JSON.parse(new TextDecoder().decode(res.body));
+            if (emails.length > 0)
+                return emails[0];
+            if (Date.now() >= deadline) {
+                throw new TimeoutError(`burner: no email for ${q.to}${describe(q)} within ${timeout} s`);
+            }
+        }
+    }
+    /** One email by id. */
+    async getEmail(id) {
+        return this.#json(emailPath(id));
+    }
+    /** The message exactly as received over SMTP (with burner's `Received:` header), as UTF-8 text. */
+    async raw(id) {
+        return this.#text(emailPath(id, "raw"));
+    }
+    /** The text/plain part, else the visible text of the HTML part; "" when there is neither. */
+    async text(id) {
+        return this.#text(emailPath(id, "text"));
+    }
+    /** The link targets of the body, in order. */
+    async links(id) {
+        return this.#json(emailPath(id, "links"));
+    }
+    /**
+     * The one-time codes of the email, those after a keyword ("code",
+     * "verification", …) first: take the first. `pattern`, an RE2 regular
+     * expression, replaces burner's rule: each match, or its first group.
+     */
+    async codes(id, options = {}) {
+        const q = options.pattern ? { pattern: options.pattern } : undefined;
+        return this.#json(emailPath(id, "codes"), q);
+    }
+    /** The files of the message, numbered from 0 (at most 1,000). */
+    async attachments(id) {
+        return this.#json(emailPath(id, "attachments"));
+    }
+    /** The bytes of file `n` of the message. */
+    async attachment(id, n) {
+        if (!Number.isInteger(n) || n < 0) {
+            throw new TypeError(`burner: an attachment's index is an integer from 0, not ${n}`);
+        }
+        return (await this.#request("GET", `${emailPath(id, "attachments")}/${n}`)).body;
+    }
+    /** Deletes one email. */
+    async deleteEmail(id) {
+        await this.#request("DELETE", emailPath(id));
+    }
+    /** Deletes every email of an inbox. */
+    async clearInbox(to) {
+        await this.#request("DELETE", "/inbox", { to: localPart(to) });
+    }
+    /**
+     * The emails that arrive in an inbox from now on, as they arrive (the
+     * API's Server-Sent Events). When the connection drops, it reconnects
+     * after the delay the server asked for, with `Last-Event-ID`, so that
+     * nothing that arrived meanwhile is missed. It ends when `signal` aborts
+     * or the loop breaks; an answer of the API other than 200 (a bad inbox,
+     * a refused key) throws `BurnerError`.
+     */
+    async *events(options) {
+        const to = localPart(options.to);
+        let lastId = options.lastEventId;
+        let retry = 2000;
+        const outer = options.signal;
+        while (!outer?.aborted) {
+            const ctl = new AbortController();
+            const onAbort = () => ctl.abort(outer?.reason);
+            outer?.addEventListener("abort", onAbort, { once: true });
+            try {
+                const headers = {
+                    Authorization: `Bearer ${this.#key}`,
+                    Accept: "text/event-stream",
+                };
+                if (lastId)
+                    headers["Last-Event-ID"] = lastId;
+                let res;
+                try {
+                    res = await fetch(`${this.url}/api/v1/events?${encode({ to })}`, {
+                        headers,
+                        signal: ctl.signal,
+                    });
+                }
+                catch {
+                    if (outer?.aborted)
+                        return;
+                    // The server is unreachable for now: try again, as EventSource does.
+                    await sleep(retry, outer);
+                    continue;
+                }
+                if (res.status !== 200) {
+                    const e = await errorOf(res);
+                    if (res.status >= 500) {
+                        await sleep(retry, outer);
+                        continue;
+                    }
+                    throw e;
+                }
+                try {
+                    for await (const ev of parseSSE(res.body)) {
+                        if (ev.retry !== undefined)
+                            retry = ev.retry;
+                        if (ev.id !== undefined)
+                            lastId = ev.id;
+                        if (ev.event === "email" && ev.data !== "") {
+                            yield JSON.parse(ev.data);
+                        }
+                    }
+                }
+                catch {
+                    if (outer?.aborted)
+                        return;
+                    // A dropped connection: reconnect below.
+                }
+                await sleep(retry, outer);
+            }
+            finally {
+                outer?.removeEventListener("abort", onAbort);
+                ctl.abort();
+            }
+        }
+    }
+    async #json(path, query) {
+        const { body } = await this.#request("GET", path, query);
+        return JSON.parse(new TextDecoder().decode(body));
+    }
+    async #text(path) {
+        return new TextDecoder().decode((await this.#request("GET", path)).body);
+    }
+    // request sends one request and reads the whole answer within the
+    // timeout: the API's answers are small, and a held wait ends by itself.
+    async #request(method, path, query, opts = {}) {
+        let url = `${this.url}/api/v1${path}`;
+        if (query)
+            url += `?${encode(query)}`;
+        const timeout = opts.timeout ?? this.#timeout;
+        const ctl = new AbortController();
+        const timer = setTimeout(() => ctl.abort(new TimeoutError(`burner: ${method} ${path}: no answer within ${timeout} s`)), timeout * 1000);
+        const outer = opts.signal;
+        const onAbort = () => ctl.abort(outer?.reason);
+        if (outer?.aborted)
+            onAbort();
+        outer?.addEventListener("abort", onAbort, { once: true });
+        try {
+            const res = await fetch(url, {
+                method,
+                headers: { Authorization: `Bearer ${this.#key}` },
+                signal: ctl.signal,
+            });
+            if (!res.ok)
+                throw await errorOf(res);
+            return { headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
+        }
+        catch (err) {
+            // fetch rejects with a generic AbortError on some versions of Node:
+            // the reason (a TimeoutError, the caller's) says more.
+            if (ctl.signal.aborted && ctl.signal.reason !== undefined)
+                throw ctl.signal.reason;
+            throw err;
+        }
+        finally {
+            clearTimeout(timer);
+            outer?.removeEventListener("abort", onAbort);
+        }
+    }
+}
+function tryURL(s) {
+    try {
+        new URL(s);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+function emailPath(id, sub) {
+    const p = `/emails/${encodeURIComponent(id)}`;
+    return sub ? `${p}/${sub}` : p;
+}
+// encode writes a query string with encodeURIComponent: a space is %20
+// and a "+" is %2B, which every parameter reads alike (the API takes a
+// bare "+" in "to" as a "+", elsewhere as a space).
+function encode(q) {
+    const parts = [];
+    for (const [k, v] of Object.entries(q)) {
+        if (v !== undefined && v !== "")
+            parts.push(`${k}=${encodeURIComponent(String(v))}`);
+    }
+    return parts.join("&");
+}
+function describe(q) {
+    const parts = [];
+    for (const k of ["subject", "search", "body", "header", "since"]) {
+        if (q[k] !== undefined)
+            parts.push(`${k}=${JSON.stringify(q[k])}`);
+    }
+    return parts.length ? ` matching ${parts.join(", ")}` : "";
+}
+async function errorOf(res) {
+    let message = res.statusText || `HTTP ${res.status}`;
+    try {
+        const text = await res.text();
+        try {
+            const body = JSON.parse(text);
+            if (typeof body.error === "string")
+                message = body.error;
+        }
+        catch {
+            if (text.trim())
+                message = text.trim();
+        }
+    }
+    catch {
+        // The body could not be read: the status line says enough.
+    }
+    return new BurnerError(res.status, message);
+}
+function sleep(ms, signal) {
+    return new Promise((resolve) => {
+        if (signal?.aborted)
+            return resolve();
+        const done = () => {
+            clearTimeout(t);
+            signal?.removeEventListener("abort", done);
+            resolve();
+        };
+        const t = setTimeout(done, ms);
+        signal?.addEventListener("abort", done, { once: true });
+    });
+}
+// parseSSE reads a text/event-stream as the HTML standard says: lines end
+// in CRLF, LF or CR; a blank line dispatches the event; lines starting
+// with ":" are comments (burner's keep-alives).
+async function* parseSSE(body) {
+    const decoder = new TextDecoder();
+    let buf = "";
+    let ev = { event: "message", data: "" };
+    let hasData = false;
+    const reader = body.getReader();
+    try {
+        for (;;) {
+            const { value, done } = await reader.read();
+            if (done)
+                return;
+            buf += decoder.decode(value, { stream: true });
+            for (;;) {
+                const m = /\r\n|\n|\r/.exec(buf);
+                // A CR at the very end may be the first half of a CRLF.
+                if (!m || (m[0] === "\r" && m.index === buf.length - 1))
+                    break;
+                const line = buf.slice(0, m.index);
+                buf = buf.slice(m.index + m[0].length);
+                if (line === "") {
+                    if (hasData || ev.retry !== undefined || ev.id !== undefined)
+                        yield ev;
+                    ev = { event: "message", data: "" };
+                    hasData = false;
+                    continue;
+                }
+                if (line.startsWith(":"))
+                    continue;
+                const colon = line.indexOf(":");
+                const field = colon < 0 ? line : line.slice(0, colon);
+                let value = colon < 0 ? "" : line.slice(colon + 1);
+                if (value.startsWith(" "))
+                    value = value.slice(1);
+                switch (field) {
+                    case "id":
+                        if (!value.includes("\0"))
+                            ev.id = value;
+                        break;
+                    case "event":
+                        ev.event = value;
+                        break;
+                    case "data":
+                        ev.data = hasData ? `${ev.data}\n${value}` : value;
+                        hasData = true;
+                        break;
+                    case "retry":
+                        if (/^\d+$/.test(value))
+                            ev.retry = Number(value);
+                        break;
+                }
+            }
+        }
+    }
+    finally {
+        // Closes the connection when the reader stops early.
+        reader.cancel().catch(() => { });
+    }
+}
+//# sourceMappingURL=index.js.map
