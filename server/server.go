@@ -77,6 +77,9 @@ type Server struct {
 	// patterns are the patterns routes registered, in order: a test
 	// checks that each route has its entry in the scope table.
 	patterns []string
+	// progressEvery is how often an MCP wait reports progress;
+	// mcpProgressEvery when 0. A test makes it short.
+	progressEvery time.Duration
 }
 
 // New returns a Server over db. A nil log discards log output.
