@@ -33,7 +33,7 @@ type mcpNode struct {
 	db     storage.Store
 	server *Server
 	srv    *httptest.Server
-	smtp string // host:port
+	smtp   string // host:port
 	// waiting receives the inbox of each wait_for_email once it has
 	// taken its notifier and read the inbox: a delivery after that must
 	// wake it.
