@@ -48,8 +48,9 @@ type Options struct {
 	// Ready reports whether the rest of the appliance (the SMTP listener)
 	// is up, for /healthz; nil means it is.
 	Ready func() error
-	// AddressDomain is the domain of MCP's new_address when Domains is
-	// empty (mcp.address_domain; spec §11).
+	// AddressDomain is the domain of MCP's new_address (spec §11), as
+	// main works it out from smtp.domains, mcp.address_domain and
+	// smtp.hostname; when empty, the first of Domains.
 	AddressDomain string
 	// Version is burner's version, which MCP clients are told.
 	Version string
