@@ -147,6 +147,12 @@ func setFromEnv(field reflect.Value, value string) error {
 			return fmt.Errorf("%q is not an integer", value)
 		}
 		field.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(strings.TrimSpace(value), 10, field.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", value)
+		}
+		field.SetUint(n)
 	case reflect.Float32, reflect.Float64:
 		n, err := strconv.ParseFloat(strings.TrimSpace(value), field.Type().Bits())
 		if err != nil {

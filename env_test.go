@@ -53,6 +53,10 @@ func envValue(t *testing.T, field reflect.Value) (string, any) {
 		return strconv.FormatInt(v+7, 10), v + 7
 	case []string:
 		return " a.test, b.test ,", []string{"a.test", "b.test"}
+	case uint:
+		return strconv.FormatUint(uint64(v+7), 10), v + 7
+	case float64:
+		return strconv.FormatFloat(v+0.5, 'f', -1, 64), v + 0.5
 	}
 	t.Fatalf("no test value for a %s", field.Type())
 	return "", nil
