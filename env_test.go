@@ -179,3 +179,27 @@ func TestEnvironmentErrors(t *testing.T) {
 		t.Errorf("burner keys list with BURNER_SMTP_DOMIANS set: %v; want an error naming it", err)
 	}
 }
+
+// TestSetFromEnvKinds: the kinds of setting a section may bring parse as
+// the file would read them.
+func TestSetFromEnvKinds(t *testing.T) {
+	var v struct {
+		U  uint16
+		F  float64
+		Ds []duration
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	for i, value := range []string{"65535", "0.25", "1s, 2m"} {
+		if err := setFromEnv(rv.Field(i), value); err != nil {
+			t.Errorf("setFromEnv(%s, %q): %v", rv.Type().Field(i).Name, value, err)
+		}
+	}
+	if v.U != 65535 || v.F != 0.25 || !reflect.DeepEqual(v.Ds, []duration{{time.Second}, {2 * time.Minute}}) {
+		t.Errorf("set from the environment: %+v", v)
+	}
+	for i, value := range []string{"65536", "half", "1s, soon"} {
+		if err := setFromEnv(rv.Field(i), value); err == nil {
+			t.Errorf("setFromEnv(%s, %q): no error", rv.Type().Field(i).Name, value)
+		}
+	}
+}
