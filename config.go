@@ -126,7 +126,8 @@ func (d *duration) UnmarshalText(b []byte) error {
 const defaultConfigFile = "burner.toml"
 
 // loadConfig applies, in order, the defaults, the config file (--config, or
-// ./burner.toml when it exists) and the flags the user set.
+// ./burner.toml when it exists), the environment (BURNER_SMTP_DOMAINS=...,
+// env.go) and the flags the user set.
 func loadConfig(cmd *cobra.Command) (Config, error) {
 	cfg := defaultConfig()
 	path, _ := cmd.Flags().GetString("config")
@@ -148,6 +149,9 @@ func loadConfig(cmd *cobra.Command) (Config, error) {
 			}
 			return Config{}, fmt.Errorf("config %s: unknown key(s): %s", path, strings.Join(keys, ", "))
 		}
+	}
+	if err := applyEnv(&cfg, os.Environ()); err != nil {
+		return Config{}, fmt.Errorf("environment: %w", err)
 	}
 	flags := cmd.Flags()
 	if flags.Lookup("data") != nil && flags.Changed("data") {
@@ -257,6 +261,42 @@ func (c Config) validate() error {
 	// Sorted, so that the same file always gives the same message.
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+// addressDomain returns the domain MCP's new_address makes addresses on
+// (spec §11): the first of smtp.domains; else mcp.address_domain; else
+// smtp.hostname when it is a domain name with a dot; else burner.test.
+// With smtp.domains empty burner takes mail for any domain, so that a
+// default `burner serve` receives what is sent to the addresses it
+// makes. GET /api/v1/info names the same domain.
+func (c Config) addressDomain() string {
+	switch {
+	case len(c.SMTP.Domains) > 0:
+		return c.SMTP.Domains[0]
+	case c.MCP.AddressDomain != "":
+		return c.MCP.AddressDomain
+	}
+	if h := strings.TrimSuffix(c.SMTP.Hostname, "."); strings.Contains(h, ".") && isDomainName(h) {
+		return h
+	}
+	return "burner.test"
+}
+
+// isDomainName reports whether s is a host name in DNS's preferred syntax
+// (RFC 1123 §2.1): labels of letters, digits and inner hyphens, at most 63
+// bytes each, and not all digits at the end (an IPv4 address).
+func isDomainName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	labels := strings.Split(s, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' ||
+			strings.IndexFunc(l, func(r rune) bool { return !(r == '-' || r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r))) }) >= 0 {
+			return false
+		}
+	}
+	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
 }
 
 func (l LogConfig) level() (slog.Level, error) {

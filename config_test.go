@@ -138,3 +138,30 @@ func TestJSONLogs(t *testing.T) {
 		t.Errorf("JSON log output %q (%v); want one JSON line for the warning only", buf.String(), err)
 	}
 }
+
+// TestAddressDomain: new_address's domain (spec §11), the same rule
+// everywhere: smtp.domains, then mcp.address_domain, then a hostname with
+// a dot, then burner.test.
+func TestAddressDomain(t *testing.T) {
+	for _, tc := range []struct {
+		domains       []string
+		address, host string
+		want          string
+	}{
+		{[]string{"inbox.test", "other.test"}, "agents.test", "mx.example.test", "inbox.test"},
+		{nil, "agents.test", "mx.example.test", "agents.test"},
+		{nil, "", "mx.example.test", "mx.example.test"},
+		{nil, "", "mx.example.test.", "mx.example.test"},
+		{[]string{}, "", "localhost", "burner.test"},
+		{nil, "", "192.0.2.1", "burner.test"},
+		{nil, "", "[192.0.2.1]", "burner.test"},
+		{nil, "", "bad_name.test", "burner.test"},
+		{nil, "", "", "burner.test"},
+	} {
+		cfg := defaultConfig()
+		cfg.SMTP.Domains, cfg.MCP.AddressDomain, cfg.SMTP.Hostname = tc.domains, tc.address, tc.host
+		if got := cfg.addressDomain(); got != tc.want {
+			t.Errorf("addressDomain() with domains %q, address_domain %q, hostname %q = %q, want %q", tc.domains, tc.address, tc.host, got, tc.want)
+		}
+	}
+}

@@ -17,8 +17,9 @@ const mcpClientDir = "server/testdata/mcp-client"
 // TestMCPWithTypeScriptSDK drives a real `burner serve` with another
 // implementation of MCP than burner's own (spec §11): the TypeScript SDK
 // runs initialize, tools/list and every tool, the flow new address → SMTP
-// delivery → wait → read → codes → delete, a read-only key, a scoped key
-// and no key (mcp.test.mjs).
+// delivery → wait → read → codes → delete, wait_for_code and wait_for_link
+// on a full address, progress notifications of a wait, fenced text, a
+// read-only key, a scoped key and no key (mcp.test.mjs).
 func TestMCPWithTypeScriptSDK(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -68,7 +69,7 @@ func TestMCPWithTypeScriptSDK(t *testing.T) {
 	}
 	t.Logf("node --test mcp.test.mjs:\n%s", out)
 	// The runner's summary: every test ran, and none was skipped.
-	if s := string(out); !strings.Contains(s, "# pass 7") || !strings.Contains(s, "# fail 0") {
-		t.Errorf("node --test mcp.test.mjs did not pass 7 tests:\n%s", s)
+	if s := string(out); !strings.Contains(s, "# pass 9") || !strings.Contains(s, "# fail 0") {
+		t.Errorf("node --test mcp.test.mjs did not pass 9 tests:\n%s", s)
 	}
 }

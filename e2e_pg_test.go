@@ -59,15 +59,23 @@ func spawnNodeWith(t *testing.T, name, dbURL, config string) *nodeProc {
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	argv, _ := json.Marshal([]string{"burner", "serve", "--config", cfg, "--data", dbURL,
-		"--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0", "--domain", "inbox.test"})
+	return spawnServe(t, name, nil, "serve", "--config", cfg, "--data", dbURL,
+		"--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0", "--domain", "inbox.test")
+}
+
+// spawnServe runs `burner args...` (a serve) as a process of its own, with
+// env added to the test's environment, and returns at once; see
+// spawnNodeWith.
+func spawnServe(t *testing.T, name string, env []string, args ...string) *nodeProc {
+	t.Helper()
+	argv, _ := json.Marshal(append([]string{"burner"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIChild$", "-test.count=1")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "BURNER_CLI_ARGS="+string(argv))
+	cmd.Env = append(append(cmd.Env, env...), "BURNER_CLI_ARGS="+string(argv))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +97,10 @@ func spawnNodeWith(t *testing.T, name, dbURL, config string) *nodeProc {
 			n.mu.Unlock()
 			if strings.Contains(line, `msg="burner started"`) {
 				n.ready <- [2]string{logAttr(line, "smtp"), logAttr(line, "http")}
+			}
+			var j struct{ Msg, SMTP, HTTP string } // log.format = "json"
+			if json.Unmarshal([]byte(line), &j) == nil && j.Msg == "burner started" {
+				n.ready <- [2]string{j.SMTP, j.HTTP}
 			}
 		}
 		io.Copy(io.Discard, stderr)

@@ -16,8 +16,10 @@ func newHealthCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check a running burner: GET /healthz, exit 0 on 200, else 1",
-		Long: `Ask the burner serving on http.listen (or --http) whether it would store
-new mail right now: GET /healthz on this machine, exiting 0 when it answers
+		Long: `Ask the burner serving on http.listen whether it would store new mail
+right now. It reads the configuration serve reads (the config file,
+BURNER_HTTP_LISTEN and the other BURNER_ variables, --http) to find the
+API, then GETs /healthz on this machine, exiting 0 when it answers
 200 and 1 otherwise (503, no answer, no server). The container image uses
 it as its HEALTHCHECK; a monitoring script may too. With http.tls_cert set
 it speaks HTTPS, without checking the certificate's name: it only asks the

@@ -5,7 +5,8 @@
 // The commands live one group to a file: serve.go (serve, its wiring and
 // shutdown), keys.go (keys create, list, revoke), admin.go (backup, check,
 // stats, inboxes), copy.go (copy), version.go, health.go; config.go reads
-// the configuration and store.go opens the store every command works on.
+// the configuration (env.go its BURNER_ variables) and store.go opens the
+// store every command works on.
 package main
 
 import (
@@ -45,11 +46,13 @@ func newRootCmd() *cobra.Command {
 file and serves it through a REST API and a web UI.
 
 Settings come from the built-in defaults, then the config file, then the
-flags given. Every command but serve works whether or not "burner serve"
-runs: while it does, they talk to it over the control socket next to the
-data file (DATA.sock); otherwise they open the file themselves. Only serve
-and "keys create" make a new data file; check, stats, inboxes, backup and
-"keys list" open it read-only and never change it.`,
+environment (every key as BURNER_<SECTION>_<KEY>: BURNER_DATA=/data/burner.db,
+BURNER_SMTP_DOMAINS=a.test,b.test), then the flags given. Every command
+but serve works whether or not "burner serve" runs: while it does, they
+talk to it over the control socket next to the data file (DATA.sock);
+otherwise they open the file themselves. Only serve and "keys create" make
+a new data file; check, stats, inboxes, backup and "keys list" open it
+read-only and never change it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -31,8 +31,9 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the SMTP daemon and the HTTP API",
 		Long: `Run the SMTP daemon, the HTTP API and web UI, and the control socket, on
-one data file. On its first start it creates an API key, named "default",
-and prints it once.
+one data file. On its first start, once its ports are bound, it creates an
+API key, named "default", and prints it once (a JSON log line with
+log.format = "json").
 
 Signals: SIGTERM or SIGINT stops taking mail, lets messages in flight
 commit, drains HTTP and closes the file. SIGHUP reloads the TLS
@@ -159,9 +160,6 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		return nil, err
 	}
 	a.db = db
-	if err := ensureKey(ctx, a.db, notice); err != nil {
-		return nil, err
-	}
 	if len(cfg.SMTP.Domains) == 0 {
 		log.Warn("smtp.domains is empty: accepting mail for any domain")
 	}
@@ -233,7 +231,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxQueryBytes: cfg.HTTP.MaxQueryBytes,
 		Metrics:       reg,
 		Ready:         a.smtpReady,
-		AddressDomain: cfg.MCP.AddressDomain,
+		AddressDomain: cfg.addressDomain(),
 		Version:       buildVersion(),
 		// What GET /api/v1/info reports (spec §14).
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
@@ -255,6 +253,12 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	}
 	// No write timeout: a backup streams the whole file.
 	a.ctlSrv = &http.Server{Handler: api.ControlHandler(), ReadHeaderTimeout: 10 * time.Second}
+	// Spec §14: the first key is shown only once, so it is made only when
+	// nothing can stop this start any more (every listener bound, the
+	// wire checked): a start that fails leaves the next one to make it.
+	if err := ensureKey(ctx, a.db, notice, cfg.Log.Format == "json"); err != nil {
+		return nil, err
+	}
 	// From here on SIGHUP reloads certificates rather than ending burner.
 	a.hup = make(chan os.Signal, 1)
 	signal.Notify(a.hup, syscall.SIGHUP)
@@ -419,8 +423,9 @@ func ignoreClosed(err error) error {
 }
 
 // ensureKey creates and prints a first API key when there is none, so that
-// `burner serve` alone gives a usable appliance.
-func ensureKey(ctx context.Context, db storage.Engine, notice io.Writer) error {
+// `burner serve` alone gives a usable appliance: as a banner, or with
+// asJSON as a JSON log line, which a log collector keeps whole.
+func ensureKey(ctx context.Context, db storage.Engine, notice io.Writer, asJSON bool) error {
 	keys, err := db.Keys(ctx)
 	if err != nil {
 		return err
@@ -438,7 +443,15 @@ func ensureKey(ctx context.Context, db storage.Engine, notice io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(notice, "\nCreated the first API key, named \"default\"; it is shown only this once:\n\n    %s\n\nManage keys with `burner keys create --name NAME`, `burner keys list` and `burner keys revoke ID-or-NAME`.\n\n", secret)
+	const manage = "Manage keys with `burner keys create --name NAME`, `burner keys list` and `burner keys revoke ID-or-NAME`."
+	if asJSON {
+		// Its own handler, so that no log.level hides it: it is the one
+		// line that carries a key, and the key is shown only this once.
+		slog.New(slog.NewJSONHandler(notice, nil)).Info("created the first API key; it is shown only this once",
+			"key_name", "default", "key", secret, "help", manage)
+		return nil
+	}
+	fmt.Fprintf(notice, "\nCreated the first API key, named \"default\"; it is shown only this once:\n\n    %s\n\n%s\n\n", secret, manage)
 	return nil
 }
 

@@ -388,3 +388,122 @@ func TestMetricsAndHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstKeyOnlyAfterBind: the first key, shown only once, is made once
+// both listeners are bound (spec §14): a serve that cannot bind its SMTP
+// port prints no key and makes none, and the next one, which can, prints
+// one that works.
+func TestFirstKeyOnlyAfterBind(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	data := filepath.Join(t.TempDir(), "burner.db")
+	args := []string{"serve", "--config", writeConfig(t, ""), "--data", data, "--http", "127.0.0.1:0", "--smtp", busy.Addr().String()}
+	n := spawnServe(t, "busy", nil, args...)
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("burner serve on a busy SMTP port still runs after 30 s:\n%s", n.output())
+	}
+	if out := n.output(); n.cmd.ProcessState.ExitCode() != 1 || !strings.Contains(out, "smtp listen") || keyRE.MatchString(out) || strings.Contains(out, "API key") {
+		t.Fatalf("burner serve on a busy SMTP port: exit status %d, stderr:\n%s\nwant status 1, the bind error and no key", n.cmd.ProcessState.ExitCode(), out)
+	}
+	if out, err := runCmd(t, "keys", "list", "--data", data); err != nil || strings.Contains(out, "default") {
+		t.Errorf("burner keys list after the failed start: %q, %v; want no key", out, err)
+	}
+
+	busy.Close()
+	n = spawnServe(t, "free", nil, args...)
+	n.waitReady(t)
+	key := n.firstKey()
+	if key == "" || !strings.Contains(n.output(), "shown only this once") {
+		t.Fatalf("burner serve once the port is free printed no first key:\n%s", n.output())
+	}
+	status, _, body := apiGet(t, n.http, key, "/api/v1/emails?to=anyone")
+	if status != 200 {
+		t.Errorf("GET /api/v1/emails with the first key = %d %s, want 200", status, body)
+	}
+}
+
+// TestFirstKeyJSONBanner: with log.format = "json" the first key comes as
+// a JSON log line, whatever log.level says: it is shown only this once.
+func TestFirstKeyJSONBanner(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "burner.db")
+	cfgFile := writeConfig(t, fmt.Sprintf("data = %q\n[smtp]\nlisten = \"127.0.0.1:0\"\n[http]\nlisten = \"127.0.0.1:0\"\n[log]\nformat = \"json\"\nlevel = \"error\"\n", data))
+	ta := startAppConfig(t, cfgFile, io.Discard)
+	var line struct {
+		Level, Msg, Key, KeyName, Help string
+	}
+	if err := json.Unmarshal([]byte(ta.notice), &line); err != nil || strings.Count(ta.notice, "\n") != 1 {
+		t.Fatalf("the first key's notice under log.format = json: %q (%v); want one JSON line", ta.notice, err)
+	}
+	var named map[string]any
+	json.Unmarshal([]byte(ta.notice), &named)
+	if line.Level != "INFO" || !strings.Contains(line.Msg, "first API key") || line.Key != ta.key || !keyRE.MatchString(line.Key) ||
+		named["key_name"] != "default" || !strings.Contains(line.Help, "burner keys create") {
+		t.Errorf("the JSON banner = %s; want level INFO, a message, the key, its name and how to manage keys", ta.notice)
+	}
+	if status, _ := ta.get(t, ta.key, "/api/v1/emails?to=x"); status != 200 {
+		t.Errorf("GET /api/v1/emails with the key of the JSON banner = %d, want 200", status)
+	}
+}
+
+// TestServeFromEnvironment: a burner configured by its environment alone,
+// as a container is (spec §14): its listeners, its data and its log
+// format from BURNER_ variables; MCP's new_address on the hostname's
+// domain, for there is no inbox domain (spec §11); and `burner health`
+// finds its API through the same variable.
+func TestServeFromEnvironment(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "env.db")
+	empty := writeConfig(t, "")
+	n := spawnServe(t, "env", []string{
+		"BURNER_DATA=" + data,
+		"BURNER_SMTP_LISTEN=127.0.0.1:0",
+		"BURNER_HTTP_LISTEN=127.0.0.1:0",
+		"BURNER_SMTP_HOSTNAME=mx.env.test",
+		"BURNER_LOG_FORMAT=json",
+		"BURNER_RETENTION_MAX_AGE=1h",
+		"BURNER_URL=http://127.0.0.1:1", // the clients' variable: not burner's
+	}, "serve", "--config", empty)
+	n.waitReady(t)
+	key := n.firstKey()
+	if key == "" {
+		t.Fatalf("burner serve from the environment printed no key:\n%s", n.output())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(n.output()), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("BURNER_LOG_FORMAT=json, yet stderr has a line that is not JSON: %q", line)
+		}
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Errorf("BURNER_DATA=%s: %v", data, err)
+	}
+
+	req, _ := http.NewRequest("POST", n.http+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"new_address","arguments":{}}}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var answer struct {
+		Result struct {
+			IsError           bool
+			StructuredContent struct{ Address string }
+		}
+	}
+	if err := json.NewDecoder(res.Body).Decode(&answer); err != nil || answer.Result.IsError || !strings.HasSuffix(answer.Result.StructuredContent.Address, "@mx.env.test") {
+		t.Errorf("MCP new_address on a serve without inbox domains = %+v (%v); want an address @mx.env.test", answer, err)
+	}
+
+	t.Setenv("BURNER_HTTP_LISTEN", strings.TrimPrefix(n.http, "http://"))
+	out, err := runCmd(t, "health", "--config", empty)
+	if err != nil || !strings.Contains(out, n.http+"/healthz: 200 OK") {
+		t.Errorf("burner health with BURNER_HTTP_LISTEN=%s: %q, %v; want 200 OK", n.http, out, err)
+	}
+}

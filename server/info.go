@@ -78,15 +78,6 @@ func (s *Server) handleInfo(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// addressDomain is the domain of the addresses MCP's new_address makes
-// (spec §11): the first inbox domain, else Options.AddressDomain.
-func (s *Server) addressDomain() string {
-	if len(s.opts.Domains) > 0 {
-		return s.opts.Domains[0]
-	}
-	return s.opts.AddressDomain
-}
-
 type keyCtxKey struct{}
 
 // withKey returns ctx carrying the request's API key, for GET

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,10 +29,11 @@ import (
 // loopback port and the SMTP daemon on another, with the API keys the
 // tests use.
 type mcpNode struct {
-	t    *testing.T
-	db   storage.Engine
-	srv  *httptest.Server
-	smtp string // host:port
+	t      *testing.T
+	db     storage.Engine
+	server *Server
+	srv    *httptest.Server
+	smtp   string // host:port
 	// waiting receives the inbox of each wait_for_email once it has
 	// taken its notifier and read the inbox: a delivery after that must
 	// wake it.
@@ -43,7 +45,7 @@ type mcpNode struct {
 func newMCPNode(t *testing.T, db storage.Engine, opts Options) *mcpNode {
 	t.Helper()
 	s := New(db, opts, testLogger(t))
-	n := &mcpNode{t: t, db: db, waiting: make(chan string, 16)}
+	n := &mcpNode{t: t, db: db, server: s, waiting: make(chan string, 16)}
 	list := s.list
 	s.list = func(ctx context.Context, q storage.Query) ([]storage.Email, error) {
 		emails, err := list(ctx, q)
@@ -223,7 +225,7 @@ func TestMCPToolsList(t *testing.T) {
 		t.Errorf("initialize = %+v, instructions %q; want burner v9.9.9, with a warning that mail is untrusted", init.ServerInfo, init.Instructions)
 	}
 	tools := toolNames(t, cs)
-	want := []string{"clear_inbox", "delete_email", "extract_codes", "list_emails", "new_address", "read_email", "wait_for_email"}
+	want := []string{"clear_inbox", "delete_email", "extract_codes", "list_emails", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
 	if got := sortedKeys(tools); !slices.Equal(got, want) {
 		t.Fatalf("tools/list with a full key = %v, want %v", got, want)
 	}
@@ -243,6 +245,8 @@ func TestMCPToolsList(t *testing.T) {
 		"new_address":    {`"prefix"`},
 		"list_emails":    {`"inbox"`, `"subject"`, `"search"`, `"since"`, `"limit"`, `"required":["inbox"]`},
 		"wait_for_email": {`"inbox"`, `"subject"`, `"search"`, `"from"`, `"since"`, `"timeout_s"`, `"required":["inbox"]`},
+		"wait_for_code":  {`"inbox"`, `"subject"`, `"from"`, `"since"`, `"pattern"`, `"timeout_s"`, `"required":["inbox"]`},
+		"wait_for_link":  {`"inbox"`, `"subject"`, `"from"`, `"since"`, `"contains"`, `"timeout_s"`, `"required":["inbox"]`},
 		"read_email":     {`"id"`, `"include_html"`, `"required":["id"]`},
 		"extract_codes":  {`"id"`, `"pattern"`, `"required":["id"]`},
 		"delete_email":   {`"id"`, `"required":["id"]`},
@@ -260,7 +264,7 @@ func TestMCPToolsList(t *testing.T) {
 func TestMCPReadOnlyKeyHasNoDeleteTools(t *testing.T) {
 	n := newMCPNode(t, openDB(t), Options{Domains: []string{"inbox.test"}})
 	ro := n.connect(n.key("ro", storage.Scope{ReadOnly: true}))
-	want := []string{"extract_codes", "list_emails", "new_address", "read_email", "wait_for_email"}
+	want := []string{"extract_codes", "list_emails", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
 	if got := sortedKeys(toolNames(t, ro)); !slices.Equal(got, want) {
 		t.Errorf("tools/list with a read-only key = %v, want %v", got, want)
 	}
@@ -411,8 +415,16 @@ func TestMCPToolErrors(t *testing.T) {
 		{"list_emails", map[string]any{"inbox": "a", "limit": 0}, "'limit' must be an integer from 1 to 10."},
 		{"list_emails", map[string]any{"inbox": "a", "since": -1}, "'since' must be a Unix timestamp in seconds."},
 		{"list_emails", map[string]any{"inbox": "a", "subject": "x", "search": "y"}, "Only one of subject, search, or body may be specified."},
-		{"wait_for_email", map[string]any{"inbox": "a", "timeout_s": 61}, "'timeout_s' must be an integer from 1 to 60."},
-		{"wait_for_email", map[string]any{"inbox": "a", "timeout_s": 0}, "'timeout_s' must be an integer from 1 to 60."},
+		{"wait_for_email", map[string]any{"inbox": "a", "timeout_s": 51}, "'timeout_s' must be an integer from 1 to 50."},
+		{"wait_for_email", map[string]any{"inbox": "a", "timeout_s": 0}, "'timeout_s' must be an integer from 1 to 50."},
+		{"wait_for_code", map[string]any{"inbox": "a", "timeout_s": 51}, "'timeout_s' must be an integer from 1 to 50."},
+		{"wait_for_code", map[string]any{"inbox": "a", "pattern": "("}, "'pattern' must be a valid regular expression."},
+		{"wait_for_code", map[string]any{"inbox": "a b"}, "Invalid local part. Only alphanumeric characters and _-+. are allowed."},
+		{"wait_for_link", map[string]any{"inbox": "a", "timeout_s": 0}, "'timeout_s' must be an integer from 1 to 50."},
+		{"wait_for_link", map[string]any{"inbox": ""}, "'inbox' is required."},
+		{"list_emails", map[string]any{"inbox": "a@elsewhere.test"}, "'inbox' must be a local part, or an address on inbox.test."},
+		{"wait_for_code", map[string]any{"inbox": "a@elsewhere.test"}, "'inbox' must be a local part, or an address on inbox.test."},
+		{"clear_inbox", map[string]any{"inbox": "a@elsewhere.test"}, "'inbox' must be a local part, or an address on inbox.test."},
 		{"new_address", map[string]any{"prefix": "no spaces"}, "Invalid local part. Only alphanumeric characters and _-+. are allowed."},
 		{"new_address", map[string]any{"prefix": strings.Repeat("a", 41)}, "Local part must be at most 64 characters."},
 		{"read_email", map[string]any{"id": "not-a-uuid"}, "Email not found"},
@@ -542,9 +554,9 @@ func TestMCPRequestTooLarge(t *testing.T) {
 	wantJSON(t, "POST /mcp of 64 KiB and a byte", send(t, n.srv.Client(), req), http.StatusRequestEntityTooLarge, `{"error":"Request body too large."}`)
 }
 
-// waitInBackground calls wait_for_email on cs in a goroutine; the
+// waitInBackground calls the wait tool on cs in a goroutine; the
 // returned function gives its result and how long it took.
-func waitInBackground(t *testing.T, cs *mcp.ClientSession, args map[string]any) func() (toolResult, time.Duration) {
+func waitInBackground(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) func() (toolResult, time.Duration) {
 	var (
 		wg   sync.WaitGroup
 		res  *mcp.CallToolResult
@@ -557,7 +569,7 @@ func waitInBackground(t *testing.T, cs *mcp.ClientSession, args map[string]any) 
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
 		defer cancel()
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_email", Arguments: args})
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		took = time.Since(start)
 	}()
 	t.Cleanup(wg.Wait)
@@ -565,7 +577,7 @@ func waitInBackground(t *testing.T, cs *mcp.ClientSession, args map[string]any) 
 		t.Helper()
 		wg.Wait()
 		if err != nil {
-			t.Fatalf("wait_for_email(%v): %v", args, err)
+			t.Fatalf("%s(%v): %v", tool, args, err)
 		}
 		var r toolResult
 		r.isError = res.IsError
@@ -603,7 +615,7 @@ func (n *mcpNode) waitingOn(inbox string) {
 func TestMCPWaitWokenByDelivery(t *testing.T) {
 	n := newMCPNode(t, openDB(t), Options{Domains: []string{"inbox.test"}})
 	cs := n.connect(n.key("full", storage.Scope{}))
-	result := waitInBackground(t, cs, map[string]any{"inbox": "waiter", "subject": "verification", "timeout_s": 60})
+	result := waitInBackground(t, cs, "wait_for_email", map[string]any{"inbox": "waiter", "subject": "verification", "timeout_s": 50})
 	n.waitingOn("waiter")
 	n.send("waiter@inbox.test", "From: a@example.com\r\nSubject: newsletter\r\n\r\nnot this one\r\n")
 	n.send("waiter@inbox.test", fmt.Sprintf(signupMail, "waiter@inbox.test"))
@@ -623,8 +635,21 @@ func TestMCPWaitTimesOut(t *testing.T) {
 	cs := n.connect(n.key("full", storage.Scope{}))
 	start := time.Now()
 	r := call(t, cs, "wait_for_email", map[string]any{"inbox": "nobody", "timeout_s": 1})
-	if r.isError || r.text != "No matching email arrived within 1 s." || r.structured != `{"arrived":false}` {
-		t.Errorf("wait_for_email on an empty inbox = %+v; want a plain result saying none arrived", r)
+	var out waitForEmailOut
+	// The wait began between start and now, and since is its Unix time
+	// in whole seconds.
+	if err := json.Unmarshal([]byte(r.structured), &out); err != nil || r.isError || out.Arrived || out.Email != nil ||
+		out.Since == nil || *out.Since < float64(start.Unix()) || *out.Since > float64(time.Now().Unix()) || *out.Since != math.Trunc(*out.Since) {
+		t.Fatalf("wait_for_email on an empty inbox = %+v; want arrived: false and since: about %d, the time it began", r, start.Unix())
+	}
+	want := fmt.Sprintf("No matching email arrived in nobody within 1 s. To keep waiting without missing one, call wait_for_email again with since: %d.\n", int64(*out.Since))
+	if r.text != want {
+		t.Errorf("wait_for_email on an empty inbox says %q, want %q", r.text, want)
+	}
+	// A since given is the since to go on with.
+	r = call(t, cs, "wait_for_email", map[string]any{"inbox": "nobody", "timeout_s": 1, "since": 1795694400.5})
+	if r.structured != `{"arrived":false,"since":1795694400.5}` || !strings.Contains(r.text, "again with since: 1795694400.5.") {
+		t.Errorf("wait_for_email(since: 1795694400.5) on an empty inbox = %+v; want that since back", r)
 	}
 	if took := time.Since(start); took < time.Second {
 		t.Errorf("wait_for_email(timeout_s: 1) returned after %v", took)
@@ -638,7 +663,7 @@ func TestMCPWaitAcrossNodes(t *testing.T) {
 	a := newMCPNode(t, openPG(t, dbURL, postgres.Options{}), Options{Domains: []string{"inbox.test"}})
 	b := newMCPNode(t, openPG(t, dbURL, postgres.Options{}), Options{Domains: []string{"inbox.test"}})
 	cs := a.connect(a.key("agent", storage.Scope{}))
-	result := waitInBackground(t, cs, map[string]any{"inbox": "across", "timeout_s": 60})
+	result := waitInBackground(t, cs, "wait_for_email", map[string]any{"inbox": "across", "timeout_s": 50})
 	a.waitingOn("across")
 	b.send("across@inbox.test", fmt.Sprintf(signupMail, "across@inbox.test"))
 	r, took := result()
@@ -676,7 +701,7 @@ func TestMCPWaitReleasedOnHangUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_email", Arguments: map[string]any{"inbox": "patient", "timeout_s": 60}})
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_email", Arguments: map[string]any{"inbox": "patient", "timeout_s": 50}})
 		done <- err
 	}()
 	n.waitingOn("patient")

@@ -52,8 +52,9 @@ type Options struct {
 	// Ready reports whether the rest of the appliance (the SMTP listener)
 	// is up, for /healthz; nil means it is.
 	Ready func() error
-	// AddressDomain is the domain of MCP's new_address when Domains is
-	// empty (mcp.address_domain; spec §11).
+	// AddressDomain is the domain of MCP's new_address (spec §11), as
+	// main works it out from smtp.domains, mcp.address_domain and
+	// smtp.hostname; when empty, the first of Domains.
 	AddressDomain string
 	// Version is burner's version, which MCP clients are told.
 	Version string
@@ -90,6 +91,9 @@ type Server struct {
 	// patterns are the patterns routes registered, in order: a test
 	// checks that each route has its entry in the scope table.
 	patterns []string
+	// progressEvery is how often an MCP wait reports progress;
+	// mcpProgressEvery when 0. A test makes it short.
+	progressEvery time.Duration
 }
 
 // New returns a Server over db. A nil log discards log output.

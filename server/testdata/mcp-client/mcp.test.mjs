@@ -108,9 +108,30 @@ function sendMail(to, subject, text) {
 }
 
 const signup = (addr) => sendMail(addr, 'Your verification code',
-  'Welcome! Your verification code is 482913.\nOr open https://example.com/verify?t=777777 to confirm.');
+  'Welcome! Your verification code is 482913.\nOr open https://example.com/verify?t=777777&u=1 to confirm.');
 
-const allTools = ['clear_inbox', 'delete_email', 'extract_codes', 'list_emails', 'new_address', 'read_email', 'wait_for_email'];
+const allTools = ['clear_inbox', 'delete_email', 'extract_codes', 'list_emails', 'new_address', 'read_email',
+  'wait_for_code', 'wait_for_email', 'wait_for_link'];
+
+// fenced returns what a tool's text says outside the fences of its
+// notice's nonce and inside them.
+function fenced(text) {
+  const m = [...text.matchAll(/Text inside (untrusted-mail-[0-9a-f]{16}) tags/g)];
+  assert.equal(m.length, 1, `one notice in ${text}`);
+  const [open, close] = [`<${m[0][1]}>`, `</${m[0][1]}>`];
+  let outside = '';
+  let inside = '';
+  for (let rest = text; ;) {
+    const i = rest.indexOf(open);
+    if (i < 0) { outside += rest; break; }
+    outside += rest.slice(0, i);
+    const j = rest.indexOf(close, i);
+    assert.ok(j > i, `a closed fence in ${text}`);
+    inside += rest.slice(i + open.length, j) + '\n';
+    rest = rest.slice(j + close.length);
+  }
+  return { outside, inside };
+}
 
 test('initialize and tools/list with a full key', async (t) => {
   const client = await connect(env('BURNER_KEY'), t);
@@ -147,11 +168,11 @@ test('new address, SMTP delivery, wait, read, codes, delete', async (t) => {
   const read = await ok(client, 'read_email', { id });
   assert.match(read.text, /Your verification code is 482913\./);
   assert.deepEqual(read.codes, ['482913']);
-  assert.deepEqual(read.links, ['https://example.com/verify?t=777777']);
+  assert.deepEqual(read.links, ['https://example.com/verify?t=777777&u=1']);
   assert.deepEqual(read.attachments, []);
   assert.equal('body' in read, false, 'read_email gives the body only with include_html');
   const html = await ok(client, 'read_email', { id, include_html: true });
-  assert.match(html.body, /<a href="https:\/\/example\.com\/verify\?t=777777"/);
+  assert.match(html.body, /<a href="https:\/\/example\.com\/verify\?t=777777&amp;u=1"/);
 
   assert.deepEqual((await ok(client, 'extract_codes', { id })).codes, ['482913']);
   assert.deepEqual((await ok(client, 'extract_codes', { id, pattern: 't=(\\d+)' })).codes, ['777777']);
@@ -176,17 +197,63 @@ test('wait_for_email wakes on delivery, and says plainly when nothing came', asy
   assert.equal(waited.arrived, true);
   assert.ok(Date.now() - started < 20_000, 'woken by the delivery, not by the timeout');
 
-  const res = await call(client, 'wait_for_email', { inbox: 'nobody-writes-here', timeout_s: 1 });
+  const res = await call(client, 'wait_for_email', { inbox: 'nobody-writes-here', timeout_s: 1, since: 1795694400 });
   assert.equal(res.isError ?? false, false);
-  assert.deepEqual(res.structuredContent, { arrived: false });
-  assert.equal(res.content[0].text, 'No matching email arrived within 1 s.');
+  assert.deepEqual(res.structuredContent, { arrived: false, since: 1795694400 });
+  assert.equal(res.content[0].text, 'No matching email arrived in nobody-writes-here within 1 s. ' +
+    'To keep waiting without missing one, call wait_for_email again with since: 1795694400.\n');
+  const began = Math.floor(Date.now() / 1000);
+  const again = await ok(client, 'wait_for_email', { inbox: 'nobody-writes-here', timeout_s: 1 });
+  assert.equal(again.arrived, false);
+  assert.ok(again.since >= began && again.since <= Date.now() / 1000, `since ${again.since}: the time the wait began`);
+});
+
+test('wait_for_code and wait_for_link give the value, verbatim, for a full address', async (t) => {
+  const client = await connect(env('BURNER_KEY'), t);
+  const addr = await ok(client, 'new_address', { prefix: 'values-' });
+  const code = ok(client, 'wait_for_code', { inbox: addr.address, from: 'example.com', timeout_s: 20 });
+  await signup(addr.address);
+  const got = await code;
+  assert.equal(got.arrived, true);
+  assert.equal(got.code, '482913');
+  assert.deepEqual(got.codes, ['482913']);
+  assert.equal(got.subject, 'Your verification code');
+  const link = await ok(client, 'wait_for_link', { inbox: addr.address, contains: '/verify', timeout_s: 5 });
+  assert.deepEqual(link, { arrived: true, link: 'https://example.com/verify?t=777777&u=1', link_text: 'https://example.com/verify?t=777777&u=1',
+    email_id: got.email_id, subject: 'Your verification code' });
+
+  // The text is words, with the sender's fenced: the link as written,
+  // not as JSON would escape it.
+  const res = await call(client, 'wait_for_link', { inbox: addr.inbox, timeout_s: 5 });
+  const { outside, inside } = fenced(res.content[0].text);
+  assert.match(inside, /^https:\/\/example\.com\/verify\?t=777777&u=1$/m);
+  assert.doesNotMatch(outside, /example\.com|verification/);
+  assert.doesNotMatch(res.content[0].text, /\\u0026/);
+
+  await toolError(client, 'wait_for_code', { inbox: `${addr.inbox}@elsewhere.test` },
+    `'inbox' must be a local part, or an address on ${domain}.`);
+});
+
+test('a wait sends progress notifications at least every 5 s', async (t) => {
+  const client = await connect(env('BURNER_KEY'), t);
+  const seen = [];
+  const res = await client.callTool({ name: 'wait_for_email', arguments: { inbox: 'nobody-writes-here', timeout_s: 9 } },
+    undefined, { timeout: 90_000, onprogress: (p) => seen.push(p) });
+  assert.equal(res.structuredContent.arrived, false);
+  assert.ok(seen.length >= 2, `${seen.length} progress notifications in 9 s: ${JSON.stringify(seen)}`);
+  for (const [i, p] of seen.entries()) {
+    assert.equal(p.total, 9);
+    assert.ok(i === 0 || p.progress > seen[i - 1].progress, `progress grows: ${JSON.stringify(seen)}`);
+    assert.match(p.message, /^Waiting for mail in nobody-writes-here: \d+ of 9 s\.$/);
+  }
 });
 
 test('tool errors are in the API words', async (t) => {
   const client = await connect(env('BURNER_KEY'), t);
   await toolError(client, 'list_emails', { inbox: 'a b' }, 'Invalid local part. Only alphanumeric characters and _-+. are allowed.');
   await toolError(client, 'list_emails', { inbox: 'a', limit: 11 }, "'limit' must be an integer from 1 to 10.");
-  await toolError(client, 'wait_for_email', { inbox: 'a', timeout_s: 61 }, "'timeout_s' must be an integer from 1 to 60.");
+  await toolError(client, 'wait_for_email', { inbox: 'a', timeout_s: 51 }, "'timeout_s' must be an integer from 1 to 50.");
+  await toolError(client, 'wait_for_link', { inbox: 'a', timeout_s: 0 }, "'timeout_s' must be an integer from 1 to 50.");
   await toolError(client, 'read_email', { id: 'not-a-uuid' }, 'Email not found');
 });
 
