@@ -78,6 +78,7 @@ const (
 type Verifier struct {
 	res      *resolver
 	timeout  time.Duration
+	maxDelay time.Duration
 	hostname string
 	metrics  *metrics
 	log      *slog.Logger
@@ -126,6 +127,7 @@ func New(opts Options, done Done, log *slog.Logger) *Verifier {
 	v := &Verifier{
 		res:      newResolver(opts.Resolver, opts.resolvConf, opts.Now),
 		timeout:  opts.Timeout,
+		maxDelay: opts.Timeout * time.Duration(1+(opts.QueueSize+opts.Workers-1)/opts.Workers),
 		hostname: opts.Hostname,
 		metrics:  newMetrics(opts.Metrics),
 		log:      log,
@@ -139,6 +141,16 @@ func New(opts Options, done Done, log *slog.Logger) *Verifier {
 	v.base, v.cancel = context.WithCancel(context.Background())
 	v.start(opts.Workers)
 	return v
+}
+
+// MaxDelay is the longest a submitted job may wait for its verdict, not
+// counting the time Done takes: its own Timeout and those of the jobs
+// queued before it, the queue full and every lookup unanswered. A verdict
+// still pending longer (give Done a margin) after its message was accepted
+// was lost, the process having stopped before Done stored it, and may be
+// computed again with Verify or Submit.
+func (v *Verifier) MaxDelay() time.Duration {
+	return v.maxDelay
 }
 
 // Verify returns the verdicts on the message raw delivered with env, with

@@ -181,3 +181,19 @@ func TestPoolOverloaded(t *testing.T) {
 	defer cancel()
 	v.Shutdown(ctx) // the held job gives up; the busy verdicts drain
 }
+
+func TestMaxDelay(t *testing.T) {
+	for _, c := range []struct {
+		opts Options
+		want time.Duration
+	}{
+		{Options{}, 5 * time.Second * (1 + 128/8)},
+		{Options{Timeout: time.Second, Workers: 3, QueueSize: 7}, time.Second * (1 + 3)},
+		{Options{Timeout: time.Second, Workers: 1, QueueSize: 1}, 2 * time.Second},
+	} {
+		c.opts.Resolver = "127.0.0.1:1"
+		if got := newTestVerifier(t, c.opts, nil).MaxDelay(); got != c.want {
+			t.Errorf("MaxDelay with %+v = %v, want %v", c.opts, got, c.want)
+		}
+	}
+}
