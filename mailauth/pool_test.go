@@ -67,17 +67,23 @@ func TestPool(t *testing.T) {
 			t.Fatalf("Submit(job %d) = %v, want nil", i, err)
 		}
 	}
+	// Shutdown drains the queue: every verdict is in when it returns.
+	if err := v.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if len(vs.got) != 5 {
+		t.Fatalf("after Shutdown, Done has received %d verdicts, want 5", len(vs.got))
+	}
 	for i := range 4 {
-		r := vs.wait(t, fmt.Sprint(i))
+		r := vs.got[fmt.Sprint(i)]
 		if r.Status != storage.AuthDone || r.SPF.Result != storage.AuthPass || r.DMARC.Result != storage.AuthPass {
 			t.Errorf("verdict of job %d = %+v, want done, SPF and DMARC pass", i, r)
 		}
 	}
-	if r := vs.wait(t, "4"); r.SPF != (storage.SPFResult{Result: storage.AuthNone, Domain: "elsewhere.test"}) {
+	if r := vs.got["4"]; r.SPF != (storage.SPFResult{Result: storage.AuthNone, Domain: "elsewhere.test"}) {
 		t.Errorf("verdict of job 4 = %+v, want its own envelope's SPF", r.SPF)
-	}
-	if err := v.Shutdown(context.Background()); err != nil {
-		t.Fatalf("Shutdown: %v", err)
 	}
 	if err := v.Submit(Job{IDs: []string{"late"}, Raw: raw}); !errors.Is(err, ErrOverloaded) {
 		t.Errorf("Submit after Shutdown = %v, want ErrOverloaded", err)
