@@ -14,8 +14,8 @@ type Job struct {
 	IDs      []string
 	Envelope storage.Envelope
 	// Raw is the message as received. The pool does not modify it, and
-	// drops it once the verdict is made: a job handed back with a busy
-	// verdict has Raw nil.
+	// drops it once the verdict is made: Done receives the job with Raw
+	// nil.
 	Raw []byte
 }
 
