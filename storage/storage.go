@@ -62,6 +62,10 @@ type Message struct {
 	Links    []string // the link targets of the body, in order, without repeats
 	Headers  []Header // the top-level header fields, for the header filter
 	Raw      []byte   // the message as received
+	// Session is the record of the SMTP session that delivered the
+	// message (spec §13.1), to be written in the delivery's own commit
+	// with Emails set to the ids stored; nil when none is kept.
+	Session *SMTPSession
 }
 
 // Email returns the email m makes for the recipient address to, with id,
