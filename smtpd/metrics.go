@@ -11,6 +11,7 @@ type metrics struct {
 	rejected  *prometheus.CounterVec
 	bytes     prometheus.Counter
 	ingestLag prometheus.Histogram
+	unlogged  prometheus.Counter
 }
 
 // Reasons a message is rejected, the values of the reason label.
@@ -52,6 +53,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "From the end of DATA to the durable commit of the message.",
 			Buckets: []float64{.0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, 1},
 		}),
+		unlogged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_sessions_unlogged_total", Help: "SMTP sessions past smtp.session_log_rate that stored no mail: counted, not logged (spec §13.1).",
+		}),
 	}
 	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectRecovered} {
 		m.rejected.WithLabelValues(r) // present at 0, so rates work from the start
@@ -59,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.refused.WithLabelValues(refusedTotal)
 	m.refused.WithLabelValues(refusedPerAddress)
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag)
+		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag, m.unlogged)
 	}
 	return m
 }

@@ -14,8 +14,8 @@ import "time"
 // session.)
 type SMTPSession struct {
 	ID        string     // a UUID, version 7, made when the session starts; the final 250 and the Received field name it
-	StartedAt time.Time  // UTC: when its first exchange was answered
-	EndedAt   *time.Time // UTC; nil while the session is open
+	StartedAt time.Time  // UTC, to the millisecond (Milli): when its first exchange was answered
+	EndedAt   *time.Time // UTC, to the millisecond; nil while the session is open
 	Node      string     // the node that took the connection (spec §10); "" on one machine without a name
 	Client    SMTPClient
 	TLS       *SMTPTLS // nil when the session was not under TLS
@@ -23,9 +23,9 @@ type SMTPSession struct {
 	// Recipients holds each RCPT command of the session in order, refused
 	// ones too, repeats too.
 	Recipients []SMTPRecipient
-	Data       *SMTPData // nil when DATA (or BDAT) was never reached
-	Emails     []string  // the ids of the emails the session stored, in the order of its accepted recipients
-	Outcome    SMTPOutcome
+	Data       *SMTPData   // nil when DATA (or BDAT) was never reached
+	Emails     []string    // the ids of the emails the session stored, in the order of its accepted recipients
+	Outcome    SMTPOutcome // "" while the session is open
 	// Transcript holds the session's commands and burner's replies, at
 	// most MaxTranscriptLines of them, each side at most
 	// MaxTranscriptText octets: never message data, never an AUTH secret.
