@@ -63,6 +63,9 @@ type Options struct {
 	// burner_smtp_sessions_unlogged_total, not logged (spec §13.1,
 	// smtp.session_log_rate); 100. Negative: no bound.
 	SessionLogRate float64
+	// Faults, when set, may answer a RCPT or the end of a message in
+	// burner's place (spec §13.2); nil applies none.
+	Faults Faults
 	// Now is the clock of session records and of SessionLogRate;
 	// time.Now.
 	Now func() time.Time
@@ -93,7 +96,12 @@ type Server struct {
 	node        string
 	sessions    SessionLog // nil: no records
 	logRate     *rateLimit
+	faults      Faults // nil: no faults
 	now         func() time.Time
+
+	// quit is closed when Shutdown begins: a fault rule's delay ends then.
+	quit     chan struct{}
+	quitOnce sync.Once
 
 	// inflight counts DATA commands between the end of data and their
 	// reply, so that Shutdown can wait for their commits.
@@ -164,7 +172,7 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		trusted: opts.TrustedNetworks, stressIdle: opts.StressIdleTimeout, wireErr: opts.checkWire(),
 		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
 		maxRcpts: opts.MaxRecipients, node: opts.Node, sessions: opts.SessionLog, logRate: newRateLimit(opts.SessionLogRate),
-		now: opts.Now, bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		faults: opts.Faults, now: opts.Now, quit: make(chan struct{}), bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -222,6 +230,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // sessions to end; then it closes the rest. It always waits for DATA
 // commands that reached the commit, so no accepted mail is cut off.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.quitOnce.Do(func() { close(s.quit) })
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {
 		s.smtp.Close()
@@ -317,7 +326,7 @@ func (s *Server) inboxOf(to string) (string, *smtp.SMTPError) {
 
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	ss.rcptAddr, ss.rcptOurs, ss.rcptFault = to, true, ""
-	_, refusal := ss.srv.inboxOf(to)
+	inbox, refusal := ss.srv.inboxOf(to)
 	switch refusal {
 	case nil:
 	case errNotInboxDomain:
@@ -326,6 +335,10 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	default:
 		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
 		return refusal
+	}
+	if rule, ok := ss.applyFault(storage.FaultAtRcpt, []string{inbox}); ok {
+		ss.rcptFault = rule.ID
+		return ss.fault(rule)
 	}
 	for _, r := range ss.rcpts {
 		if strings.EqualFold(r, to) {
@@ -414,6 +427,18 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.wire.writeReply("421 4.4.2 Timeout or error reading the message, closing connection")
 		ss.wire.hangUp()
 		return errDataAborted
+	}
+	// spec §13.2: a fault rule at data answers after the final dot, and
+	// nothing is stored.
+	if ss.srv.faults != nil {
+		inboxes := make([]string, len(ss.rcpts))
+		for i, to := range ss.rcpts {
+			inboxes[i] = storage.InboxName(storage.LocalPart(to))
+		}
+		if rule, ok := ss.applyFault(storage.FaultAtData, inboxes); ok {
+			ss.dataFault(rule.ID)
+			return ss.fault(rule)
+		}
 	}
 	ss.srv.inflight.Add(1)
 	defer ss.srv.inflight.Done()
