@@ -10,7 +10,10 @@ import (
 // reword gives each burner's plain words with the RFC 3463 code that fits,
 // as a real MX would; the lines it does not know go out as they are, and
 // TestRepliesPinned holds it to the go-smtp in go.mod, so that a go-smtp
-// whose words changed fails a test rather than a user.
+// whose words changed fails a test rather than a user. The greeting
+// ("220 <host> ESMTP Service Ready", RFC 5321's own words) and the replies
+// to commands before EHLO go out before go-smtp makes the Session, and so
+// the wire: they stay go-smtp's.
 var (
 	goEHLO        = []byte("250-Hello ")                                         // EHLO's first line: RFC 5321 §4.1.1.1 wants the server's name there
 	goHELO        = []byte("250 2.0.0 Hello ")                                   // the same for HELO, where no enhanced code belongs (RFC 2034 §3)

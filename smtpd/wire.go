@@ -65,7 +65,7 @@ type wire struct {
 	conn  net.Conn        // the connection, plaintext
 	tc    *textproto.Conn // go-smtp's, to write a reply of burner's own in turn
 	sess  replier         // nil in tests of the reader alone
-	cmd   []byte          // the command line the reply being written answers, without its EOL; nil before the first read
+	cmd   []byte          // the command line the reply being written answers, without its EOL; nil before the first reply
 	open  bool            // cmd awaits (the rest of) its reply
 	hello string          // the name given in the EHLO or HELO that go-smtp read before the wire
 	wbuf  []byte          // what go-smtp wrote of a line before its CRLF
