@@ -55,13 +55,13 @@ type recordState struct {
 	logged     bool                 // and taken: its end goes to SessionLog.Close
 	inData     bool                 // between the 354 and the reply to the data
 	dataBytes  int64
-	dataFault  string // the fault rule that answers the data
-	faulted    bool   // a fault rule answered a command
-	refused    bool   // burner refused a recipient or the data
-	delivering bool   // Deliver is running with the record
-	stored     *storage.SMTPSession
-	endAfter   bool // Reset came before the reply that ends the transaction
-	loggedOut  bool // the session is over
+	dataFault  string               // the fault rule that answers the data
+	faulted    bool                 // a fault rule answered a command
+	refused    bool                 // burner refused a recipient or the data
+	delivering bool                 // Deliver is running with the record
+	stored     *storage.SMTPSession // the record written with the delivery, once Deliver succeeded
+	endAfter   bool                 // Reset came before the reply that ends the transaction
+	loggedOut  bool                 // the session is over
 }
 
 // sessionID returns the id of the session being recorded.
