@@ -334,8 +334,9 @@ func sendRaw(t *testing.T, addr, from, rcpt string, raw []byte) error {
 }
 
 // receivedField is the trace field burner puts before a message it
-// stores (RFC 5321 §4.4; smtpd's writeReceived).
-var receivedField = regexp.MustCompile(`^Received: from [^\r\n]*\r\n\tby [^\r\n]* \(burner\) with ESMTP;\r\n\t[^\r\n]*\r\n`)
+// stores (RFC 5321 §4.4; smtpd's writeReceived): with the session's id,
+// and the recipient when there is one.
+var receivedField = regexp.MustCompile(`^Received: from [^\r\n]*\r\n\tby [^\r\n]* \(burner\) with ESMTP id [0-9a-f-]{36}\r\n\tfor <[^>\r\n]*>;\r\n\t[^\r\n]*\r\n`)
 
 // dotStuff finds the dot that starts a line.
 var dotStuff = regexp.MustCompile(`(?m)^\.`)

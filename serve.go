@@ -206,6 +206,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	}
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
+		Node:            a.node,
 		Hostname:        cfg.SMTP.Hostname,
 		Domains:         cfg.SMTP.Domains,
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,

@@ -142,6 +142,12 @@ type limitConn struct {
 
 	mu     sync.Mutex
 	inData bool // the session is reading a message's data (see readingData)
+
+	// carry is what a session that ended at STARTTLS hands the next on
+	// the connection: the conversation since its last record (EHLO,
+	// STARTTLS), for the next record's transcript. go-smtp's goroutine for
+	// the connection is the only one to touch it.
+	carry span
 }
 
 func (c *limitConn) Close() error {

@@ -1,6 +1,10 @@
 package smtpd
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"burner/storage"
+)
 
 // metrics are the daemon's Prometheus series. They exist even when nobody
 // registers them, so the code that counts never checks.
@@ -11,6 +15,8 @@ type metrics struct {
 	rejected  *prometheus.CounterVec
 	bytes     prometheus.Counter
 	ingestLag prometheus.Histogram
+	faults    *prometheus.CounterVec // by stage
+	unlogged  prometheus.Counter
 }
 
 // Reasons a message is rejected, the values of the reason label.
@@ -52,14 +58,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "From the end of DATA to the durable commit of the message.",
 			Buckets: []float64{.0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, 1},
 		}),
+		faults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "burner_faults_injected_total", Help: "Replies and disconnects of fault rules (spec §13.2), by stage.",
+		}, []string{"stage"}),
+		unlogged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "burner_smtp_sessions_unlogged_total", Help: "SMTP sessions past smtp.session_log_rate that stored no mail: counted, not logged (spec §13.1).",
+		}),
 	}
 	for _, r := range []string{rejectDomain, rejectMailbox, rejectTooLarge, rejectFull, rejectStorage, rejectAborted, rejectRecovered} {
 		m.rejected.WithLabelValues(r) // present at 0, so rates work from the start
 	}
 	m.refused.WithLabelValues(refusedTotal)
 	m.refused.WithLabelValues(refusedPerAddress)
+	m.faults.WithLabelValues(string(storage.FaultAtRcpt))
+	m.faults.WithLabelValues(string(storage.FaultAtData))
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag)
+		reg.MustRegister(m.sessions, m.refused, m.accepted, m.rejected, m.bytes, m.ingestLag, m.faults, m.unlogged)
 	}
 	return m
 }

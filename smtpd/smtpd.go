@@ -1,7 +1,9 @@
 // Package smtpd receives mail over SMTP for burner's inbox domains, has
 // package message read each message, and commits it as storage emails (one
 // per accepted recipient) durably before it answers 250. It holds the
-// protocol only: the session, the wire, the limits and the metrics.
+// protocol only: the session, the wire and burner's replies, the limits,
+// the session log's records (spec §13.1), the fault rules' hooks (spec
+// §13.2) and the metrics.
 package smtpd
 
 import (
@@ -50,6 +52,23 @@ type Options struct {
 	TLSConfig         *tls.Config   // enables STARTTLS when set
 	// Metrics, when set, receives the daemon's Prometheus series.
 	Metrics prometheus.Registerer
+	// Node names this node in session records (spec §10's node name).
+	Node string
+	// SessionLog, when set, receives the record of every session that
+	// reached a RCPT (spec §13.1); nil keeps none.
+	SessionLog SessionLog
+	// SessionLogRate bounds the sessions a second whose records go to
+	// SessionLog on their own, that is all but those written with their
+	// delivery: past it a session that stores no mail is counted in
+	// burner_smtp_sessions_unlogged_total, not logged (spec §13.1,
+	// smtp.session_log_rate); 100. Negative: no bound.
+	SessionLogRate float64
+	// Faults, when set, may answer a RCPT or the end of a message in
+	// burner's place (spec §13.2); nil applies none.
+	Faults Faults
+	// Now is the clock of session records and of SessionLogRate;
+	// time.Now.
+	Now func() time.Time
 
 	// checkWire stands in for the package's checkWire in tests; nil means
 	// that one.
@@ -91,6 +110,16 @@ type Server struct {
 	maxSize     int64
 	dataTimeout time.Duration
 	metrics     *metrics
+	maxRcpts    int
+	node        string
+	sessions    SessionLog // nil: no records
+	logRate     *rateLimit
+	faults      Faults // nil: no faults
+	now         func() time.Time
+
+	// quit is closed when Shutdown begins: a fault rule's delay ends then.
+	quit     chan struct{}
+	quitOnce sync.Once
 
 	// inflight counts DATA commands between the end of data and their
 	// reply, so that Shutdown can wait for their commits.
@@ -151,10 +180,17 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 	if opts.MaxLineLength == 0 {
 		opts.MaxLineLength = DefaultMaxLineLength
 	}
+	if opts.SessionLogRate == 0 {
+		opts.SessionLogRate = 100
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	s := &Server{db: db, parser: message.New(opts.MaxBodyBytes), log: log, maxConns: opts.MaxConnections, maxConnsIP: opts.MaxConnsPerIP,
 		trusted: opts.TrustedNetworks, stressIdle: opts.StressIdleTimeout, wireErr: opts.checkWire(),
 		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
-		bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		maxRcpts: opts.MaxRecipients, node: opts.Node, sessions: opts.SessionLog, logRate: newRateLimit(opts.SessionLogRate),
+		faults: opts.Faults, now: opts.Now, quit: make(chan struct{}), bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -212,6 +248,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // sessions to end; then it closes the rest. It always waits for DATA
 // commands that reached the commit, so no accepted mail is cut off.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.quitOnce.Do(func() { close(s.quit) })
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {
 		s.smtp.Close()
@@ -229,10 +266,21 @@ func (s *Server) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	if s.wireErr != nil { // Serve has refused already; this is for safety's sake
 		return nil, &smtp.SMTPError{Code: 421, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "Service not available"}
 	}
-	return &session{srv: s, conn: c, wire: newWire(c, s.maxLine, s.maxSize), limit: limitConnOf(c.Conn())}, nil
+	ss := &session{srv: s, conn: c, limit: limitConnOf(c.Conn())}
+	ss.wire = newWire(c, s.maxLine, s.maxSize, ss)
+	if ss.limit != nil {
+		// After STARTTLS: the conversation before it goes on in this
+		// session's record.
+		ss.rs.span, ss.limit.carry = ss.limit.carry, span{}
+	}
+	return ss, nil
 }
 
-// session is one SMTP connection's current transaction.
+// session is one SMTP connection's go-smtp Session: from EHLO (or from the
+// EHLO after STARTTLS) to the end of the connection (or to STARTTLS). Its
+// methods run on go-smtp's goroutine for the connection, except Data for
+// BDAT, which runs on a goroutine of its own while go-smtp waits for it,
+// and Logout, which a server's Close may call from anywhere.
 type session struct {
 	srv   *Server
 	conn  *smtp.Conn
@@ -240,14 +288,32 @@ type session struct {
 	limit *limitConn // nil when the connection is not counted
 	from  string
 	size  int64 // declared with MAIL FROM's SIZE; 0 when not
+	utf8  bool  // SMTPUTF8 on MAIL FROM (RFC 6531)
 	rcpts []string
+
+	// What reword and the Received field need of the conversation.
+	ehlo       bool   // the client said EHLO, not HELO
+	mailGiven  bool   // MAIL was answered 250 in this transaction
+	rcptTried  bool   // a RCPT was answered in this transaction, refused or not
+	challenged bool   // the last reply was 334: the next line is an AUTH secret
+	rbuf       []byte // a reworded line, reused
+
+	// The RCPT being answered, as Rcpt saw it.
+	rcptAddr  string
+	rcptOurs  bool   // Rcpt was called for it (go-smtp refuses some before)
+	rcptFault string // the fault rule that answers it
+
+	mu sync.Mutex  // guards rs: Logout and a BDAT's Data run apart
+	rs recordState // the session record being made (record.go)
 }
 
 func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	ss.from = from
 	ss.size = 0
+	ss.utf8 = false
 	if opts != nil {
 		ss.size = opts.Size
+		ss.utf8 = opts.UTF8
 	}
 	return nil
 }
@@ -255,20 +321,42 @@ func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 // errNoMailbox answers RCPT for an address the API could not list.
 var errNoMailbox = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "No such mailbox here"}
 
-func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+// errNotInboxDomain answers RCPT for an address outside the inbox domains.
+var errNotInboxDomain = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Relay access denied: not an inbox domain here"}
+
+// inboxOf returns the inbox that mail for the address to goes to, or the
+// reply that refuses it: spec §2, mail that cannot be listed is never
+// accepted.
+func (s *Server) inboxOf(to string) (string, *smtp.SMTPError) {
 	at := strings.LastIndexByte(to, '@')
 	if at < 0 {
-		return errNoMailbox
+		return "", errNoMailbox
 	}
 	local, domain := to[:at], to[at+1:]
-	// spec §2: mail that cannot be listed is never accepted.
 	if !storage.StorableLocalPart(local) || domain == "" {
-		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
-		return errNoMailbox
+		return "", errNoMailbox
 	}
-	if ss.srv.domains != nil && !ss.srv.domains[strings.ToLower(domain)] {
+	if s.domains != nil && !s.domains[strings.ToLower(domain)] {
+		return "", errNotInboxDomain
+	}
+	return storage.InboxName(local), nil
+}
+
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.rcptAddr, ss.rcptOurs, ss.rcptFault = to, true, ""
+	inbox, refusal := ss.srv.inboxOf(to)
+	switch refusal {
+	case nil:
+	case errNotInboxDomain:
 		ss.srv.metrics.rejected.WithLabelValues(rejectDomain).Inc()
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "Relay access denied: not an inbox domain here"}
+		return refusal
+	default:
+		ss.srv.metrics.rejected.WithLabelValues(rejectMailbox).Inc()
+		return refusal
+	}
+	if rule, ok := ss.applyFault(storage.FaultAtRcpt, []string{inbox}); ok {
+		ss.rcptFault = rule.ID
+		return ss.fault(rule)
 	}
 	for _, r := range ss.rcpts {
 		if strings.EqualFold(r, to) {
@@ -323,7 +411,9 @@ func (ss *session) Data(r io.Reader) (err error) {
 	if ss.size > 0 && ss.size <= ss.srv.maxSize {
 		buf.Grow(int(ss.size) + 1024) // and the Received header
 	}
-	ss.writeReceived(buf, start)
+	id := ss.sessionID()
+	ss.writeReceived(buf, start, id)
+	head := buf.Len()
 	// BDAT hands us a pipe that the wire fills a chunk at a time, erring
 	// on a chunk cut short; DATA, the wire itself.
 	if bdat {
@@ -331,6 +421,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 	} else {
 		err = ss.wire.readData(buf, ss.srv.maxSize)
 	}
+	ss.dataRead(int64(buf.Len() - head))
 	if err != nil {
 		var smtpErr *smtp.SMTPError
 		switch {
@@ -349,12 +440,23 @@ func (ss *session) Data(r io.Reader) (err error) {
 		// rest of the message must never be read as commands, so say
 		// goodbye and hang up. go-smtp has flushed its 354 and writes
 		// nothing until we return, so this reply goes out in order.
-		ss.srv.log.Debug("DATA aborted", "err", err, "remote", ss.conn.Conn().RemoteAddr().String())
-		nc := ss.conn.Conn()
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		io.WriteString(nc, "421 4.4.2 Timeout or error reading the message, closing connection\r\n")
-		nc.Close()
+		ss.srv.log.Debug("DATA aborted", "err", err, "remote", ss.conn.Conn().RemoteAddr().String(), "session_id", id)
+		ss.conn.Conn().SetWriteDeadline(time.Now().Add(time.Second))
+		ss.wire.writeReply("421 4.4.2 Timeout or error reading the message, closing connection")
+		ss.wire.hangUp()
 		return errDataAborted
+	}
+	// spec §13.2: a fault rule at data answers after the final dot, and
+	// nothing is stored.
+	if ss.srv.faults != nil {
+		inboxes := make([]string, len(ss.rcpts))
+		for i, to := range ss.rcpts {
+			inboxes[i] = storage.InboxName(storage.LocalPart(to))
+		}
+		if rule, ok := ss.applyFault(storage.FaultAtData, inboxes); ok {
+			ss.dataFault(rule.ID)
+			return ss.fault(rule)
+		}
 	}
 	ss.srv.inflight.Add(1)
 	defer ss.srv.inflight.Done()
@@ -381,7 +483,9 @@ func (ss *session) Data(r io.Reader) (err error) {
 	if perr != nil {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}
+	msg.Session = ss.delivering(int64(len(raw) - head))
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
+	ss.delivered(msg.Session, emails, err)
 	if errors.Is(err, storage.ErrFull) {
 		ss.srv.log.Warn("email refused: data file full", "recipients", len(ss.rcpts), "bytes", len(raw))
 		ss.srv.metrics.rejected.WithLabelValues(rejectFull).Inc()
@@ -408,28 +512,46 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ms := float64(time.Since(start).Microseconds()) / 1000
 		for _, e := range emails {
 			ss.srv.log.LogAttrs(context.Background(), slog.LevelInfo, "email stored", slog.String("email_id", e.ID),
-				slog.String("inbox", storage.LocalPart(e.To)), slog.Int("bytes", len(raw)), slog.Float64("duration_ms", ms))
+				slog.String("inbox", storage.LocalPart(e.To)), slog.Int("bytes", len(raw)), slog.Float64("duration_ms", ms),
+				slog.String("session_id", id))
 		}
 	}
 	return nil
 }
 
 // writeReceived starts the stored message with a Received header (RFC 5321
-// §4.4), as every MTA that takes a message does.
-func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time) {
+// §4.4), as every MTA that takes a message does: with the protocol (RFC
+// 3848, RFC 6531), the session id that the session log and the 250 name,
+// and for a single recipient, that recipient (as Postfix does: with more,
+// each copy would show the others).
+func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time, id string) {
 	remote := ""
 	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		remote = addr.IP.String()
 	}
+	_, isTLS := ss.conn.TLSConnectionState()
 	with := "ESMTP"
-	if _, isTLS := ss.conn.TLSConnectionState(); isTLS {
+	switch {
+	case ss.utf8 && isTLS:
+		with = "UTF8SMTPS"
+	case ss.utf8:
+		with = "UTF8SMTP"
+	case isTLS:
 		with = "ESMTPS"
+	case !ss.ehlo:
+		with = "SMTP" // RFC 5321 §4.4: HELO
 	}
 	helo := sanitizeHeaderValue(ss.conn.Hostname())
 	// Written piece by piece: fmt costs an allocation per argument.
-	for _, s := range []string{"Received: from ", helo, " ([", remote, "])\r\n\tby ", ss.srv.smtp.Domain, " (burner) with ", with, ";\r\n\t"} {
+	for _, s := range []string{"Received: from ", helo, " ([", remote, "])\r\n\tby ", ss.srv.smtp.Domain, " (burner) with ", with, " id ", id} {
 		buf.WriteString(s)
 	}
+	if len(ss.rcpts) == 1 {
+		for _, s := range []string{"\r\n\tfor <", sanitizeHeaderValue(ss.rcpts[0]), ">"} {
+			buf.WriteString(s)
+		}
+	}
+	buf.WriteString(";\r\n\t")
 	buf.Write(now.AppendFormat(buf.AvailableBuffer(), time.RFC1123Z))
 	buf.WriteString("\r\n")
 }
@@ -445,13 +567,23 @@ func sanitizeHeaderValue(s string) string {
 	}, s)
 }
 
+// Reset ends the transaction: go-smtp calls it after the reply to the
+// data, and for RSET and a new EHLO before their reply.
 func (ss *session) Reset() {
 	ss.from = ""
 	ss.size = 0
+	ss.utf8 = false
 	ss.rcpts = nil
+	ss.mailGiven, ss.rcptTried = false, false
+	ss.transactionOver()
 }
 
-func (ss *session) Logout() error { return nil }
+// Logout ends the session: the connection closed, or STARTTLS began a new
+// session on it.
+func (ss *session) Logout() error {
+	ss.sessionOver()
+	return nil
+}
 
 // logAdapter gives go-smtp's ErrorLog our structured logger.
 type logAdapter struct{ log *slog.Logger }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/textproto"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/emersion/go-smtp"
@@ -38,6 +40,13 @@ import (
 // marker it waits for. Without the wire the daemon does not serve at all
 // (errNoWire): go-smtp's own reader would store cut-off BDAT mail.
 //
+// go-smtp's replies pass through the wire too, under its writer (see
+// Write): go-smtp v0.25.1 hard-codes its success texts ("Roger, accepting
+// mail from", "I'll make sure ... gets this", "OK: queued"), and a Session
+// cannot change them; the wire sends each reply in burner's words (see
+// reword) and tells the session each exchange, a command and its reply, for
+// the session log.
+//
 // The wire sits above TLS: after STARTTLS go-smtp builds a new reader and a
 // new session, and the new session takes a new wire.
 type wire struct {
@@ -49,10 +58,39 @@ type wire struct {
 	out   []byte // what go-smtp reads next: the rest of line, or the end marker
 	chunk int64  // octets of a BDAT chunk still to pass
 	err   error  // sticky: smtp.ErrTooLongLine
+
+	// Writing. go-smtp writes from one goroutine at a time (its command
+	// loop, or DATA's Session.Data within it); a BDAT Session.Data, which
+	// runs on a goroutine of its own, writes nothing and may only hang up.
+	conn  net.Conn        // the connection, plaintext
+	tc    *textproto.Conn // go-smtp's, to write a reply of burner's own in turn
+	sess  replier         // nil in tests of the reader alone
+	cmd   []byte          // the command line the reply being written answers, without its EOL; nil before the first reply
+	open  bool            // cmd awaits (the rest of) its reply
+	hello string          // the name given in the EHLO or HELO that go-smtp read before the wire
+	wbuf  []byte          // what go-smtp wrote of a line before its CRLF
+	obuf  []byte          // the line going out, reused
+	reply []byte          // the reply so far, its lines joined by "\n", reused
+	// closeAfter hangs up once the reply being written is out: a 421 of a
+	// fault rule, which a real MX follows by closing (RFC 5321 §3.8).
+	closeAfter bool
+	hungUp     atomic.Bool // the connection was closed on purpose: nothing more is read or written
+}
+
+// replier is what the wire asks of its session and tells it.
+type replier interface {
+	// reword returns the line burner sends in place of line, a line of
+	// go-smtp's reply to cmd; nil to send line as it is. The result is
+	// used before the next call.
+	reword(cmd, line []byte) []byte
+	// replied tells of one exchange: cmd (nil for a reply that answers no
+	// command: an idle timeout) and the whole reply as sent, its lines
+	// joined by "\n". Neither is kept by the wire past the call.
+	replied(cmd, reply []byte)
 }
 
 // textField locates go-smtp's per-connection text reader and writer,
-// unexported in v0.25.1.
+// unexported in v0.25.1: the one reach into go-smtp, for both.
 var textField, textFieldOK = func() (reflect.StructField, bool) {
 	f, ok := reflect.TypeFor[smtp.Conn]().FieldByName("text")
 	return f, ok && f.Type == reflect.TypeFor[*textproto.Conn]()
@@ -77,9 +115,13 @@ func textConn(c *smtp.Conn) *textproto.Conn {
 	return *(**textproto.Conn)(unsafe.Add(unsafe.Pointer(c), textField.Offset))
 }
 
-// newWire puts a wire under c's reader; checkWire must have passed.
-// Whatever go-smtp has read ahead but not used yet goes first.
-func newWire(c *smtp.Conn, maxLine int, maxSize int64) *wire {
+// newWire puts a wire under c's reader and writer; checkWire must have
+// passed. Whatever go-smtp has read ahead but not used yet goes first.
+// go-smtp makes the Session, and so the wire, when it has read EHLO or
+// HELO and not yet answered it: the wire's first reply answers that
+// command, which it takes as verb (EHLO or HELO, told by the reply) and
+// c.Hostname().
+func newWire(c *smtp.Conn, maxLine int, maxSize int64, sess replier) *wire {
 	tc := textConn(c)
 	var src io.Reader = c.Conn()
 	if n := tc.R.Buffered(); n > 0 {
@@ -89,12 +131,19 @@ func newWire(c *smtp.Conn, maxLine int, maxSize int64) *wire {
 	// The buffer holds any command line within the limit, so a longer one
 	// is known before any of it is handed over: go-smtp would take a part
 	// of a line followed by an error for a whole command.
-	w := &wire{in: bufio.NewReaderSize(src, max(4096, maxLine+2)), maxLine: maxLine, maxSize: maxSize}
+	w := &wire{in: bufio.NewReaderSize(src, max(4096, maxLine+2)), maxLine: maxLine, maxSize: maxSize,
+		conn: c.Conn(), tc: tc, sess: sess, hello: c.Hostname(), open: true}
 	tc.R.Reset(w)
+	// textproto flushes after each line, and has nothing buffered between
+	// replies: Reset loses nothing.
+	tc.W.Reset(w)
 	return w
 }
 
 func (w *wire) Read(p []byte) (int, error) {
+	if w.hungUp.Load() {
+		return 0, net.ErrClosed // go-smtp ends the session quietly
+	}
 	if len(w.out) == 0 && w.chunk == 0 {
 		if err := w.nextLine(); err != nil {
 			return 0, err
@@ -135,7 +184,100 @@ func (w *wire) nextLine() error {
 	w.line = w.capSize(w.line)
 	w.out = w.line
 	w.chunk = bdatSize(w.line)
+	w.command(trimEOL(line))
 	return nil
+}
+
+// command notes cmd as the command the next reply answers.
+func (w *wire) command(cmd []byte) {
+	w.cmd = append(w.cmd[:0], cmd...)
+	w.open = true
+}
+
+// Write takes go-smtp's replies, a line at a time (textproto flushes
+// after each), and sends each line in burner's words. An error is the
+// connection's.
+func (w *wire) Write(p []byte) (int, error) {
+	if w.hungUp.Load() {
+		return len(p), nil // closed on purpose: no reply goes out
+	}
+	n := len(p)
+	if len(w.wbuf) > 0 {
+		w.wbuf = append(w.wbuf, p...)
+		p = w.wbuf
+	}
+	for {
+		i := bytes.Index(p, []byte("\r\n"))
+		if i < 0 {
+			break
+		}
+		if err := w.writeLine(p[:i]); err != nil {
+			w.wbuf = w.wbuf[:0]
+			return 0, err
+		}
+		p = p[i+2:]
+	}
+	// A line longer than textproto's buffer comes in parts.
+	w.wbuf = append(w.wbuf[:0], p...)
+	return n, nil
+}
+
+// writeLine sends one line of a reply, reworded, and tells the session
+// of the exchange when the reply is complete.
+func (w *wire) writeLine(line []byte) error {
+	if w.cmd == nil {
+		// The first reply answers the EHLO or HELO read before the wire:
+		// go-smtp answers EHLO with several lines, HELO with one.
+		verb := "HELO "
+		if len(line) > 3 && line[3] == '-' {
+			verb = "EHLO "
+		}
+		w.cmd = []byte(verb + w.hello)
+	}
+	if w.sess != nil {
+		cmd := w.cmd
+		if !w.open {
+			cmd = nil // a reply of go-smtp's own accord: an idle timeout
+		}
+		if better := w.sess.reword(cmd, line); better != nil {
+			line = better
+		}
+	}
+	w.obuf = append(append(w.obuf[:0], line...), "\r\n"...)
+	_, err := w.conn.Write(w.obuf)
+	if len(w.reply) > 0 {
+		w.reply = append(w.reply, '\n')
+	}
+	w.reply = append(w.reply, line...)
+	if len(line) > 3 && line[3] == '-' {
+		return err // more lines follow
+	}
+	if w.sess != nil {
+		cmd := w.cmd
+		if !w.open {
+			cmd = nil
+		}
+		w.sess.replied(cmd, w.reply)
+	}
+	w.open = false
+	w.reply = w.reply[:0]
+	if w.closeAfter {
+		w.hangUp()
+	}
+	return err
+}
+
+// writeReply sends a reply of burner's own (one line, without CRLF) in
+// go-smtp's stream, from go-smtp's goroutine.
+func (w *wire) writeReply(line string) {
+	w.tc.PrintfLine("%s", line)
+}
+
+// hangUp closes the connection without a word more: a fault rule's
+// disconnect, or the end after a 421. Safe from any goroutine.
+func (w *wire) hangUp() {
+	w.hungUp.Store(true)
+	w.conn.Close()
 }
 
 // capSize rewrites a SIZE parameter of MAIL larger than the limit (of any
@@ -290,8 +432,10 @@ func (w *wire) readData(buf *bytes.Buffer, maxSize int64) error {
 		w.in.Discard(n)
 	}
 	// go-smtp's own data reader, which has read nothing, now reads the end
-	// marker and reports EOF; then the next command follows.
+	// marker and reports EOF; then the next command follows. The reply
+	// that comes next answers the final dot.
 	w.out = []byte(".\r\n")
+	w.command([]byte("."))
 	if tooLarge {
 		return smtp.ErrDataTooLarge
 	}

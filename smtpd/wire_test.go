@@ -345,7 +345,7 @@ func TestDataEndAfterSTARTTLS(t *testing.T) {
 	if len(es) != 2 {
 		t.Fatalf("stored %d emails, want 2", len(es))
 	}
-	if raw := rawOf(t, db, es[0].ID); !strings.Contains(raw, " with ESMTPS;") || !strings.HasSuffix(raw, "ends in CR\r\r\n") {
+	if raw := rawOf(t, db, es[0].ID); !receivedAs(raw, "raw.test", "127.0.0.1", "localhost", "ESMTPS", "tls@inbox.test") || !strings.HasSuffix(raw, "ends in CR\r\r\n") {
 		t.Errorf("raw = %q, want ESMTPS and the message as sent", raw)
 	}
 }

@@ -75,6 +75,12 @@ type Message struct {
 	Links    []string // the link targets of the body, in order, without repeats
 	Headers  []Header // the top-level header fields, for the header filter
 	Raw      []byte   // the message as received
+	// Session is the record of the SMTP session that delivers the
+	// message (spec §13.1), for Deliver to write in the delivery's own
+	// commit, with Emails set to the ids of the emails it stores; nil when
+	// none is kept. Deliver does not keep it past its return.
+	// TODO(smtpwire): boltdb and postgres do not write it yet.
+	Session *SMTPSession
 }
 
 // Email returns the email m makes for the recipient address to, with id,

@@ -1,0 +1,157 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FaultStage is where a fault rule answers in burner's place (spec §13.2).
+type FaultStage string
+
+const (
+	// FaultAtRcpt: the RCPT naming a matching inbox gets the rule's reply
+	// instead of 250.
+	FaultAtRcpt FaultStage = "rcpt"
+	// FaultAtData: after the final dot of a message with a matching
+	// recipient, the rule's reply instead of 250; nothing is stored and no
+	// webhook is sent.
+	FaultAtData FaultStage = "data"
+)
+
+// FaultRule makes SMTP fail on purpose for some inboxes (spec §13.2). The
+// first rule in creation order that applies answers.
+type FaultRule struct {
+	ID    string
+	Inbox string // an inbox pattern as for keys (ParseInboxPattern): alice, ci-*, *
+	Stage FaultStage
+	// Reply is a 4xx or 5xx code, an optional enhanced status code of the
+	// same class and an optional text: "451 4.3.0 Try again later"
+	// (ParseFaultReply). It may be "" only when Disconnect is set.
+	Reply string
+	Times int // the rule is spent after this many uses, counted across nodes; 0: until deleted
+	Used  int // uses so far; a spent rule (Used == Times) stays listed and no longer applies
+	// Delay is waited before the reply (or the disconnect), 0 to
+	// MaxFaultDelay; the session's own timeouts still hold.
+	Delay time.Duration
+	// Disconnect closes the connection after Delay without a reply: at
+	// FaultAtData the client cannot know whether the mail was taken.
+	Disconnect bool
+	// PerMinute, when not 0, makes the rule apply only to messages beyond
+	// that many for the inbox within the last minute, counting each RCPT
+	// that named the inbox and was not refused: a receiver's rate limit.
+	PerMinute int
+	CreatedAt time.Time
+}
+
+// MaxFaultDelay bounds FaultRule.Delay.
+const MaxFaultDelay = 60 * time.Second
+
+// MaxFaultReply bounds FaultRule.Reply, in characters (printable ASCII).
+const MaxFaultReply = 200
+
+// ErrBadFaultRule means a fault rule has a field out of range or
+// malformed; the error is a *FaultRuleError naming the field.
+var ErrBadFaultRule = errors.New("storage: bad fault rule")
+
+// FaultRuleError names the field of a fault rule that is out of range or
+// malformed, by its name in the API (inbox, stage, reply, times, delay,
+// perMinute), so that a 400 can name it. It matches ErrBadFaultRule.
+type FaultRuleError struct {
+	Field  string
+	Reason string // what the field must be, in words
+}
+
+func (e *FaultRuleError) Error() string {
+	return "fault rule: " + e.Field + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrBadFaultRule) hold.
+func (e *FaultRuleError) Is(target error) bool { return target == ErrBadFaultRule }
+
+// CleanFaultRule returns r with its inbox pattern in canonical form
+// (ParseInboxPattern) and its reply trimmed, or a *FaultRuleError naming
+// the first field that is out of range or malformed. ID, Used and
+// CreatedAt are the store's and are not checked.
+func CleanFaultRule(r FaultRule) (FaultRule, error) {
+	inbox, err := ParseInboxPattern(r.Inbox)
+	if err != nil {
+		return FaultRule{}, &FaultRuleError{"inbox", "a local part (alice) or a prefix ending in one * (ci-*; * alone is every inbox)"}
+	}
+	r.Inbox = inbox
+	if r.Stage != FaultAtRcpt && r.Stage != FaultAtData {
+		return FaultRule{}, &FaultRuleError{"stage", `"rcpt" or "data"`}
+	}
+	r.Reply = strings.TrimSpace(r.Reply)
+	if r.Reply != "" || !r.Disconnect {
+		if _, err := ParseFaultReply(r.Reply); err != nil {
+			return FaultRule{}, err
+		}
+	}
+	if r.Times < 0 {
+		return FaultRule{}, &FaultRuleError{"times", "0 (until deleted) or more"}
+	}
+	if r.Delay < 0 || r.Delay > MaxFaultDelay {
+		return FaultRule{}, &FaultRuleError{"delay", "from 0s to 60s"}
+	}
+	if r.PerMinute < 0 {
+		return FaultRule{}, &FaultRuleError{"perMinute", "0 (every message) or more"}
+	}
+	return r, nil
+}
+
+// SMTPReply is a fault rule's reply in its parts.
+type SMTPReply struct {
+	Code     int    // 400 to 559
+	Enhanced [3]int // RFC 3463 class.subject.detail; all 0 when the reply has none
+	Text     string // "" when the reply has none
+}
+
+// ParseFaultReply parses a fault rule's reply: a 4xx or 5xx code (RFC
+// 5321 §4.2: the second digit 0 to 5), then optionally an enhanced status
+// code whose class is the code's first digit (RFC 3463: 4.x.x for 4xx,
+// each of subject and detail 1 to 3 digits), then optionally a text; all
+// printable ASCII, at most MaxFaultReply characters. An error is a
+// *FaultRuleError naming "reply".
+func ParseFaultReply(s string) (SMTPReply, error) {
+	bad := func(reason string) (SMTPReply, error) {
+		return SMTPReply{}, &FaultRuleError{"reply", reason}
+	}
+	const form = `a 4xx or 5xx code, an optional enhanced status code of the same class and a text: "451 4.3.0 Try again later"`
+	if len(s) > MaxFaultReply {
+		return bad(fmt.Sprintf("at most %d characters", MaxFaultReply))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return bad("printable ASCII only")
+		}
+	}
+	if len(s) < 3 || s[0] != '4' && s[0] != '5' || s[1] < '0' || s[1] > '5' || s[2] < '0' || s[2] > '9' || len(s) > 3 && s[3] != ' ' {
+		return bad(form)
+	}
+	var r SMTPReply
+	r.Code, _ = strconv.Atoi(s[:3])
+	rest := strings.TrimLeft(s[3:], " ")
+	word, text, _ := strings.Cut(rest, " ")
+	if word != "" && word[0] >= '0' && word[0] <= '9' {
+		parts := strings.Split(word, ".")
+		if len(parts) != 3 {
+			return bad(form)
+		}
+		for i, p := range parts {
+			n, err := strconv.Atoi(p)
+			if err != nil || p == "" || len(p) > 3 || p[0] == '+' || p[0] == '-' || i == 0 && len(p) != 1 {
+				return bad(form)
+			}
+			r.Enhanced[i] = n
+		}
+		if r.Enhanced[0] != int(s[0]-'0') {
+			return bad("the enhanced status code's class must be the code's first digit (4.x.x for 4xx, 5.x.x for 5xx)")
+		}
+		rest = text
+	}
+	r.Text = strings.TrimSpace(rest)
+	return r, nil
+}
