@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"burner/storage"
 )
 
@@ -75,8 +77,8 @@ func (ss *session) sessionID() string {
 // begin starts a span at now unless one is under way; ss.mu is held.
 func (ss *session) begin(now time.Time) {
 	if ss.rs.id == "" {
-		ss.rs.id = storage.NewID().String()
-		ss.rs.started = storage.Milli(now)
+		ss.rs.id = uuid.Must(uuid.NewV7()).String() // time-ordered, as email ids are (spec §3)
+		ss.rs.started = now.UTC().Truncate(time.Millisecond)
 	}
 }
 
@@ -260,7 +262,7 @@ func (r *recordState) record(end *time.Time, last *storage.TranscriptLine) stora
 		rec.Transcript = append([]storage.TranscriptLine(nil), lines...)
 	}
 	if end != nil {
-		t := storage.Milli(*end)
+		t := end.UTC().Truncate(time.Millisecond)
 		rec.EndedAt = &t
 		switch {
 		case len(rec.Emails) > 0:
