@@ -394,17 +394,14 @@ func (o newAddressOut) text(fence) string {
 		"Mail to it lands in that inbox: wait for it with wait_for_code, wait_for_link or wait_for_email.\n"
 }
 
-// addressDomain returns the domain of new addresses: Options.AddressDomain,
-// which main works out from the configuration (spec §11), else the first
-// inbox domain; "" when neither is set.
+// addressDomain returns the domain of new addresses (spec §11): the first
+// inbox domain, else Options.AddressDomain, which main works out from the
+// configuration; "" when neither is set.
 func (s *Server) addressDomain() string {
-	if s.opts.AddressDomain != "" {
-		return s.opts.AddressDomain
-	}
 	if len(s.opts.Domains) > 0 {
 		return s.opts.Domains[0]
 	}
-	return ""
+	return s.opts.AddressDomain
 }
 
 // toolNewAddress makes an address no one else will use: the prefix asked
