@@ -27,6 +27,9 @@ const (
 	errInboxForbidden   forbidden = "This API key may not access this inbox."
 	errReadOnly         forbidden = "This API key is read-only."
 	errMetricsForbidden forbidden = "This API key may not read metrics."
+	// errMetricsOnly refuses a metrics key (spec §14) everything but
+	// /metrics: the API, MCP and the web UI's login.
+	errMetricsOnly forbidden = "This API key may only read metrics."
 )
 
 type scopeKey struct{}
@@ -71,10 +74,11 @@ func mayDelete(ctx context.Context) error {
 	return nil
 }
 
-// mayReadMetrics returns errMetricsForbidden unless ctx's scope reaches
-// every inbox and may delete: metrics count every inbox's mail.
+// mayReadMetrics returns errMetricsForbidden unless ctx's scope is for
+// metrics alone (spec §14), or reaches every inbox and may delete:
+// metrics count every inbox's mail.
 func mayReadMetrics(ctx context.Context) error {
-	if s, ok := scopeOf(ctx); ok && (s.ReadOnly || !s.Everywhere()) {
+	if s, ok := scopeOf(ctx); ok && !s.Metrics && (s.ReadOnly || !s.Everywhere()) {
 		return errMetricsForbidden
 	}
 	return nil

@@ -185,6 +185,25 @@ func TestUILogin(t *testing.T) {
 	}
 }
 
+// TestUILoginMetricsKey: a key for metrics alone (spec §14) opens no
+// session: the login page answers 403 with the API's message.
+func TestUILoginMetricsKey(t *testing.T) {
+	u := newUI(t, Options{})
+	_, secret, err := u.db.CreateKey(context.Background(), "prom", storage.Scope{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := u.post("/login", url.Values{"csrf": {u.csrf("/login")}, "key": {secret}, "next": {"/"}})
+	wantPage(t, "POST /login with a metrics key", res, http.StatusForbidden, "This API key may only read metrics.")
+	if c := res.header.Get("Set-Cookie"); strings.Contains(c, sessionCookie) {
+		t.Errorf("a metrics key got a session cookie: %s", c)
+	}
+	if n := u.sessionCount(); n != 0 {
+		t.Errorf("%d sessions after a metrics key's login, want 0", n)
+	}
+	wantRedirect(t, "GET / after a metrics key's login", u.get("/"), "/login?next=%2F")
+}
+
 func TestUILoginSecureCookie(t *testing.T) {
 	u := newUI(t, Options{})
 	token := u.csrf("/login")

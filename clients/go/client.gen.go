@@ -198,6 +198,11 @@ type InternalError = Error
 // Examples: {"error":"Email not found"}
 type MetricsForbidden = Error
 
+// MetricsOnly Every error response.
+//
+// Examples: {"error":"Email not found"}
+type MetricsOnly = Error
+
 // NotAllowedDelete Every error response.
 //
 // Examples: {"error":"Email not found"}
@@ -465,7 +470,7 @@ type ClientInterface interface {
 
 	// Metrics Prometheus metrics
 	//
-	// The service's metrics in the Prometheus text exposition format 0.0.4.
+	// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -720,7 +725,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Metrics Prometheus metrics
 //
-// The service's metrics in the Prometheus text exposition format 0.0.4.
+// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1591,7 +1596,7 @@ type ClientWithResponsesInterface interface {
 
 	// MetricsWithResponse Prometheus metrics
 	//
-	// The service's metrics in the Prometheus text exposition format 0.0.4.
+	// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1803,6 +1808,8 @@ type GetEmailResponse struct {
 	JSON200 *Email
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1825,6 +1832,11 @@ func (r GetEmailResponse) GetJSON200() *Email {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetEmailResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEmailResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1899,6 +1911,8 @@ type ListAttachmentsResponse struct {
 	JSON200 *[]Attachment
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1923,6 +1937,11 @@ func (r ListAttachmentsResponse) GetJSON200() *[]Attachment {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListAttachmentsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAttachmentsResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1994,6 +2013,8 @@ type GetAttachmentResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2013,6 +2034,11 @@ type GetAttachmentResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetAttachmentResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAttachmentResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2083,6 +2109,8 @@ type ListEmailCodesResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2110,6 +2138,11 @@ func (r ListEmailCodesResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListEmailCodesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEmailCodesResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2178,6 +2211,8 @@ type ListEmailLinksResponse struct {
 	JSON200 *[]string
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2200,6 +2235,11 @@ func (r ListEmailLinksResponse) GetJSON200() *[]string {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListEmailLinksResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEmailLinksResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2266,6 +2306,8 @@ type GetRawEmailResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2283,6 +2325,11 @@ type GetRawEmailResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetRawEmailResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRawEmailResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2349,6 +2396,8 @@ type GetEmailTextResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2366,6 +2415,11 @@ type GetEmailTextResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetEmailTextResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEmailTextResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2614,6 +2668,8 @@ type GetInfoResponse struct {
 	JSON200 *Info
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2634,6 +2690,11 @@ func (r GetInfoResponse) GetJSON200() *Info {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetInfoResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInfoResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2701,6 +2762,8 @@ type GetOpenAPIResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2725,6 +2788,11 @@ func (r GetOpenAPIResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetOpenAPIResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOpenAPIResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -3151,7 +3219,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // MetricsWithResponse Prometheus metrics
 //
-// The service's metrics in the Prometheus text exposition format 0.0.4.
+// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3370,6 +3438,13 @@ func ParseGetEmailResponse(rsp *http.Response) (*GetEmailResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3453,6 +3528,13 @@ func ParseListAttachmentsResponse(rsp *http.Response) (*ListAttachmentsResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
@@ -3547,6 +3629,13 @@ func ParseGetAttachmentResponse(rsp *http.Response) (*GetAttachmentResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -3649,6 +3738,13 @@ func ParseListEmailCodesResponse(rsp *http.Response) (*ListEmailCodesResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3733,6 +3829,13 @@ func ParseListEmailLinksResponse(rsp *http.Response) (*ListEmailLinksResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3810,6 +3913,13 @@ func ParseGetRawEmailResponse(rsp *http.Response) (*GetRawEmailResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3886,6 +3996,13 @@ func ParseGetEmailTextResponse(rsp *http.Response) (*GetEmailTextResponse, error
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
@@ -4142,6 +4259,13 @@ func ParseGetInfoResponse(rsp *http.Response) (*GetInfoResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4222,6 +4346,13 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet

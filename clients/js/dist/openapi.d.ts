@@ -303,7 +303,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description The service's metrics in the Prometheus text exposition format 0.0.4.
+         * @description The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
          */
         get: operations["metrics"];
         put?: never;
@@ -445,7 +445,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. */
+        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         InboxForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -454,7 +454,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. */
+        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ReadOnly: {
             headers: {
                 [name: string]: unknown;
@@ -463,7 +463,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. */
+        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ClearForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -472,7 +472,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Only a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only may read the metrics. */
+        /** @description The API key is for metrics alone (`burner keys create --metrics`, spec §14): it may read `/metrics` and nothing else. Checked before any other check but the key's own. */
+        MetricsOnly: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Only a key for metrics alone (`burner keys create --metrics`), or a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only, may read the metrics. */
         MetricsForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -638,6 +647,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedEmail"];
             414: components["responses"]["QueryTooLong"];
@@ -720,6 +730,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -752,6 +763,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -784,6 +796,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             /** @description No email with that id, or no file with that index in it. */
             404: {
                 headers: {
@@ -820,6 +833,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -848,6 +862,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -888,6 +903,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -950,6 +966,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
@@ -974,6 +991,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];

@@ -304,7 +304,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description The service's metrics in the Prometheus text exposition format 0.0.4.
+         * @description The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
          */
         get: operations["metrics"];
         put?: never;
@@ -446,7 +446,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. */
+        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         InboxForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -455,7 +455,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. */
+        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ReadOnly: {
             headers: {
                 [name: string]: unknown;
@@ -464,7 +464,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. */
+        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ClearForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -473,7 +473,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Only a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only may read the metrics. */
+        /** @description The API key is for metrics alone (`burner keys create --metrics`, spec §14): it may read `/metrics` and nothing else. Checked before any other check but the key's own. */
+        MetricsOnly: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Only a key for metrics alone (`burner keys create --metrics`), or a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only, may read the metrics. */
         MetricsForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -639,6 +648,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedEmail"];
             414: components["responses"]["QueryTooLong"];
@@ -721,6 +731,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -753,6 +764,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -785,6 +797,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             /** @description No email with that id, or no file with that index in it. */
             404: {
                 headers: {
@@ -821,6 +834,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -849,6 +863,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -889,6 +904,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -951,6 +967,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
@@ -975,6 +992,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
