@@ -259,6 +259,9 @@ type ListEmailsParams struct {
 	// Header `Name:value`: only emails whose message has the header field `Name` (case-insensitive) with `value` in it (case-insensitive substring; spaces around name and value are trimmed). An empty value matches any message that has the field. The name is printable ASCII without the colon and white space. Anything else is 400 "'header' must be Name:value, like X-Test-Run:42."
 	Header *string `form:"header,omitempty" json:"header,omitempty"`
 
+	// From Only emails whose sender's address (`fromAddress`) or name (`fromName`) contains it, case-insensitively (Unicode case folding). It combines with every other parameter, `subject`, `search`, `body` and `wait` included, and any text is valid.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
 	// Wait Long poll: when nothing matches, hold the request up to this many seconds until a matching email arrives. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60."
 	Wait *int32 `form:"wait,omitempty" json:"wait,omitempty"`
 }
@@ -363,7 +366,7 @@ type ClientInterface interface {
 
 	// ListEmails List the emails of an inbox
 	//
-	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 	//
 	// With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 	//
@@ -478,7 +481,7 @@ type ClientInterface interface {
 
 // ListEmails List the emails of an inbox
 //
-// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 //
 // With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 //
@@ -851,6 +854,18 @@ func NewListEmailsRequest(server string, params *ListEmailsParams) (*http.Reques
 		if params.Header != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1461,7 +1476,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEmailsWithResponse List the emails of an inbox
 	//
-	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 	//
 	// With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 	//
@@ -3000,7 +3015,7 @@ func (r MetricsResponse) ContentType() string {
 
 // ListEmailsWithResponse List the emails of an inbox
 //
-// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 //
 // With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 //

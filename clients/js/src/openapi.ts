@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List the emails of an inbox
-         * @description Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+         * @description Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
          *
          *     With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
          */
@@ -592,6 +592,8 @@ export interface operations {
                 before?: number;
                 /** @description `Name:value`: only emails whose message has the header field `Name` (case-insensitive) with `value` in it (case-insensitive substring; spaces around name and value are trimmed). An empty value matches any message that has the field. The name is printable ASCII without the colon and white space. Anything else is 400 "'header' must be Name:value, like X-Test-Run:42." */
                 header?: string;
+                /** @description Only emails whose sender's address (`fromAddress`) or name (`fromName`) contains it, case-insensitively (Unicode case folding). It combines with every other parameter, `subject`, `search`, `body` and `wait` included, and any text is valid. */
+                from?: string;
                 /** @description Long poll: when nothing matches, hold the request up to this many seconds until a matching email arrives. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60." */
                 wait?: number;
             };
