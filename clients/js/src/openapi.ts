@@ -790,7 +790,7 @@ export interface operations {
             /** @description The file's bytes, transfer encoding decoded, with the file's own media type (its `contentType`, without parameters) as Content-Type. Always a download: `Content-Disposition: attachment`, and never rendered on burner's origin (`X-Content-Type-Options: nosniff`, `Content-Security-Policy: default-src 'none'`). */
             200: {
                 headers: {
-                    /** @description `attachment; filename=<the file's name>`. */
+                    /** @description `attachment; filename=<the file's name>` for a name of plain ASCII; else `attachment; filename="<the name in ASCII>"; filename*=UTF-8''<the name, percent-encoded>` (spec §14), for clients such as `curl -OJ` that read `filename=` alone: accents dropped (`Rechnung-Ä.pdf` is `Rechnung-A.pdf`), `ß` spelled `ss`, other characters, quotes, backslashes, slashes and control characters replaced by `_`; never empty. */
                     "Content-Disposition": string;
                     [name: string]: unknown;
                 };
