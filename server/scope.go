@@ -224,3 +224,19 @@ func (s scopedStore) PutAttachments(ctx context.Context, id string, a storage.At
 	}
 	return s.db.PutAttachments(ctx, id, a)
 }
+
+// RecentInboxes lists the inboxes of ctx's scope alone (spec §8: the UI
+// never shows an inbox outside it): a scope with patterns narrows q to
+// them, and a metrics scope reaches none.
+func (s scopedStore) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storage.Inbox, error) {
+	sc, ok := scopeOf(ctx)
+	switch {
+	case !ok:
+		return nil, errNoScope
+	case sc.Metrics:
+		return nil, nil
+	case !sc.Everywhere():
+		q.Patterns = sc.Inboxes
+	}
+	return s.db.RecentInboxes(ctx, q)
+}

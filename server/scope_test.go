@@ -320,6 +320,12 @@ func TestScopedStoreWithoutScope(t *testing.T) {
 	if _, err := s.db.Clear(ctx, "bob"); !errors.Is(err, errNoScope) {
 		t.Errorf("Clear without a scope: %v, want errNoScope", err)
 	}
+	if _, err := s.db.RecentInboxes(ctx, storage.InboxQuery{}); !errors.Is(err, errNoScope) {
+		t.Errorf("RecentInboxes without a scope: %v, want errNoScope", err)
+	}
+	if ins, err := s.db.RecentInboxes(withScope(ctx, storage.Scope{Metrics: true}), storage.InboxQuery{}); err != nil || len(ins) != 0 {
+		t.Errorf("RecentInboxes with a metrics scope = %+v, %v; want none", ins, err)
+	}
 	if _, err := a.db.Email(ctx, e.ID); err != nil {
 		t.Errorf("the email is gone after the refused calls: %v", err)
 	}
