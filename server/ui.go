@@ -362,6 +362,8 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 		q.Subject = p.Q
 	case "body":
 		q.Body = p.Q
+	case "from":
+		q.From = p.Q // spec §14: the sender's address or name
 	default:
 		p.In = "search"
 		q.Terms = splitTerms(p.Q)

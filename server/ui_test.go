@@ -392,6 +392,9 @@ func TestUIInbox(t *testing.T) {
 		"in=nonsense&q=eve":    {evil.ID},
 		"q=":                   {first.ID, evil.ID},
 		"in=subject&q=nothing": {},
+		"in=from&q=SHOP":       {first.ID}, // the sender's name and address (spec §14)
+		"in=from&q=eve@":       {evil.ID},
+		"in=from&q=welcome":    {}, // the subject is no sender
 	} {
 		res := u.get("/inbox/alice?" + q)
 		wantPage(t, "GET /inbox/alice?"+q, res, http.StatusOK)
@@ -403,6 +406,7 @@ func TestUIInbox(t *testing.T) {
 		}
 	}
 	wantPage(t, "a filter that matches nothing", u.get("/inbox/alice?in=subject&q=nothing"), http.StatusOK, "No email matches this filter.")
+	wantPage(t, "a filter by sender", u.get("/inbox/alice?in=from&q=shop"), http.StatusOK, `<option value="from" selected>sender</option>`)
 	wantPage(t, "an empty inbox", u.get("/inbox/nobody"), http.StatusOK, "No emails yet.")
 }
 
