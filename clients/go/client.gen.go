@@ -454,7 +454,7 @@ type ClientInterface interface {
 
 	// GetInfo This server and this key
 	//
-	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 	//
 	// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
 	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -679,7 +679,7 @@ func (c *Client) ClearInbox(ctx context.Context, params *ClearInboxParams, reqEd
 
 // GetInfo This server and this key
 //
-// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 //
 // Corresponds with GET /api/v1/info (the `GetInfo` operationId).
 func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1586,7 +1586,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetInfoWithResponse This server and this key
 	//
-	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3191,7 +3191,7 @@ func (c *ClientWithResponses) ClearInboxWithResponse(ctx context.Context, params
 
 // GetInfoWithResponse This server and this key
 //
-// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 //
 // Returns a wrapper object for the known response body format(s).
 //
