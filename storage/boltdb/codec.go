@@ -138,12 +138,18 @@ func encodeInbox(n int, newest uint64) []byte {
 }
 
 // decodeInbox returns the count and newest time (Unix ms) of an inboxes
-// value, and false when v is not one (zeros then).
+// value, and false when v is not one: then the count is what its first 8
+// bytes say, if it has them (a count alone, as schema 8 wrote it), and the
+// newest time 0.
 func decodeInbox(v []byte) (n int, newest uint64, ok bool) {
-	if len(v) != inboxLen {
+	if len(v) < 8 {
 		return 0, 0, false
 	}
-	return int(binary.BigEndian.Uint64(v)), binary.BigEndian.Uint64(v[8:]), true
+	n = int(binary.BigEndian.Uint64(v))
+	if len(v) != inboxLen {
+		return n, 0, false
+	}
+	return n, binary.BigEndian.Uint64(v[8:]), true
 }
 
 func encodeEmail(e *storage.Email, id uuid.UUID, ckey, sig []byte) []byte {

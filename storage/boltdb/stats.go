@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,9 +151,6 @@ func inboxOf(emails *bolt.Cursor, name, v []byte) storage.Inbox {
 	if !ok {
 		prefix := append(name[:len(name):len(name)], 0)
 		in.Newest, _ = timeIn(newestKey(emails, prefix), prefix)
-		if len(v) >= 8 {
-			in.Emails = int(binary.BigEndian.Uint64(v))
-		}
 	}
 	return in
 }
