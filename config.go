@@ -29,6 +29,11 @@ type Config struct {
 	Log       LogConfig       `toml:"log"`
 	MCP       MCPConfig       `toml:"mcp"`
 	Webhooks  []WebhookConfig `toml:"webhooks"`
+	// Key is the secret of an API key that serve makes sure exists
+	// (spec §14), from BURNER_KEY, which the client libraries read too;
+	// never from the file, where a secret does not belong, nor from
+	// another command. "" when none is given.
+	Key string `toml:"-"`
 }
 
 // WebhookConfig is one [[webhooks]] entry (spec §9).

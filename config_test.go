@@ -65,6 +65,9 @@ func tomlKeys(t reflect.Type) []string {
 		if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
 			continue // an array of tables: TestConfigExample checks its commented entry
 		}
+		if f.Tag.Get("toml") == "-" {
+			continue // not in the file (Config.Key)
+		}
 		keys = append(keys, f.Tag.Get("toml"))
 	}
 	return keys

@@ -451,3 +451,29 @@ func checkOutage(t *testing.T, n *nodeProc, key string, orphans bool) (probed []
 	}
 	return probed
 }
+
+// TestEnvKeyNodesStartTogether: nodes started at once on a new database
+// with one BURNER_KEY (spec §14) make one key, named env, which each of
+// them takes, and none makes or prints a first key.
+func TestEnvKeyNodesStartTogether(t *testing.T) {
+	dbURL := testDatabase(t)
+	secret := newSecret(t)
+	cfg := writeConfig(t, "")
+	var nodes []*nodeProc
+	for _, name := range []string{"A", "B"} {
+		nodes = append(nodes, spawnServe(t, name, []string{"BURNER_KEY=" + secret}, "serve", "--config", cfg, "--data", dbURL,
+			"--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0", "--domain", "inbox.test"))
+	}
+	for _, n := range nodes {
+		n.waitReady(t)
+		if got := infoKeyName(t, n.http, secret); got != "env" {
+			t.Errorf("node %s: the key of BURNER_KEY is %q, want env", n.name, got)
+		}
+		if out := n.output(); keyRE.MatchString(out) {
+			t.Errorf("node %s printed a key:\n%s", n.name, out)
+		}
+	}
+	if names := keyNames(t, dbURL); !slices.Equal(names, []string{"env"}) {
+		t.Errorf("keys after two nodes started with one BURNER_KEY: %v, want [env]", names)
+	}
+}

@@ -71,7 +71,9 @@ func spawnServe(t *testing.T, name string, env []string, args ...string) *nodePr
 	argv, _ := json.Marshal(append([]string{"burner"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCLIChild$", "-test.count=1")
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+		// A BURNER_KEY of the shell running the tests (for the clients)
+		// would change which key serve makes: a test gives its own.
+		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") && !strings.HasPrefix(kv, envKeyVar+"=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}

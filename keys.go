@@ -20,7 +20,7 @@ func newKeysCmd() *cobra.Command {
 	keys.PersistentFlags().String("data", defaultConfig().Data, dataFlagUsage)
 
 	create := &cobra.Command{
-		Use:   "create --name NAME [--inbox PATTERN]... [--read-only]",
+		Use:   "create --name NAME [--inbox PATTERN]... [--read-only | --metrics]",
 		Short: "Create an API key and print it (alone on the last line)",
 		Long: `Create an API key and print it, alone on the last line; it is shown only
 this once.
@@ -29,21 +29,32 @@ Without --inbox the key reaches every inbox. With --inbox, only the inboxes
 matching one of the patterns: a local part (alice), or a prefix ending in
 one * (ci-* is every inbox starting with ci-; * alone is every inbox).
 Patterns match case-insensitively. --read-only keys may read but not
-delete; only a key that reaches every inbox and is not read-only may read
-/metrics.`,
+delete.
+
+--metrics makes a key for Prometheus: it reads /metrics and nothing else
+(every other route answers 403 "This API key may only read metrics.", and
+the web UI refuses it). Besides it, only a key that reaches every inbox and
+is not read-only may read /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := cmd.Flags().GetString("name")
 			patterns, _ := cmd.Flags().GetStringArray("inbox")
 			ro, _ := cmd.Flags().GetBool("read-only")
+			metrics, _ := cmd.Flags().GetBool("metrics")
 			// Checked before the store is opened, so that a bad pattern
 			// creates nothing, not even the data file.
+			if metrics && len(patterns) > 0 {
+				return errors.New("--metrics and --inbox cannot go together: a metrics key reads /metrics alone and reaches no inbox; no key was created")
+			}
+			if metrics && ro {
+				return errors.New("--metrics and --read-only cannot go together: a metrics key reads /metrics alone, and is read-only already; no key was created")
+			}
 			for _, p := range patterns {
 				if _, err := storage.ParseInboxPattern(p); err != nil {
 					return badPattern(p)
 				}
 			}
-			scope := storage.Scope{Inboxes: patterns, ReadOnly: ro}
+			scope := storage.Scope{Inboxes: patterns, ReadOnly: ro, Metrics: metrics}
 			return withStore(cmd, mayCreate, func(st store, _ Config) error {
 				k, secret, err := st.CreateKey(cmd.Context(), name, scope)
 				if err != nil {
@@ -59,6 +70,7 @@ delete; only a key that reaches every inbox and is not read-only may read
 	create.MarkFlagRequired("name")
 	create.Flags().StringArray("inbox", nil, "limit the key to the inboxes matching `PATTERN`: a local part (alice) or a prefix ending in * (ci-*); repeat for more (default: every inbox)")
 	create.Flags().Bool("read-only", false, "the key may read but not delete")
+	create.Flags().Bool("metrics", false, "a key for Prometheus: it reads /metrics and nothing else")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -107,18 +119,26 @@ delete; only a key that reaches every inbox and is not read-only may read
 	return keys
 }
 
-// inboxesColumn shows the inboxes a key reaches: its patterns, or "*" for
-// a key without any, which reaches every inbox.
+// inboxesColumn shows the inboxes a key reaches: its patterns, "*" for a
+// key without any, which reaches every inbox, and "-" for a metrics key,
+// which reaches none.
 func inboxesColumn(s storage.Scope) string {
-	if len(s.Inboxes) == 0 {
+	switch {
+	case s.Metrics:
+		return "-"
+	case len(s.Inboxes) == 0:
 		return storage.AllInboxes
 	}
 	return strings.Join(s.Inboxes, ",")
 }
 
-// modeColumn shows whether a key may delete.
+// modeColumn shows what a key may do: read /metrics alone, or read, and
+// delete unless read-only.
 func modeColumn(s storage.Scope) string {
-	if s.ReadOnly {
+	switch {
+	case s.Metrics:
+		return "metrics"
+	case s.ReadOnly:
 		return "read-only"
 	}
 	return "read-write"

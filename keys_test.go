@@ -149,3 +149,60 @@ func TestKeysScopedWithoutServer(t *testing.T) {
 		t.Errorf("stored keys = %+v, %v; want ro with *, read-only", keys, err)
 	}
 }
+
+// TestKeysMetrics: keys create --metrics (spec §14) makes, through the
+// running server, a key that reads /metrics and is refused everything
+// else; keys list shows its mode; --metrics with --inbox or --read-only
+// is refused, naming the conflict, and creates nothing.
+func TestKeysMetrics(t *testing.T) {
+	ta := startApp(t, "")
+	out, err := runCmd(t, "keys", "create", "--name", "prom", "--metrics", "--config", ta.config)
+	if err != nil {
+		t.Fatalf("keys create --metrics: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if !keyRE.MatchString(key) || !strings.Contains(out, "metrics") {
+		t.Fatalf("keys create --metrics printed %q; want its mode, and the key alone on the last line", out)
+	}
+	if status, body := ta.get(t, key, "/metrics"); status != 200 || !strings.Contains(string(body), "burner_emails_stored") {
+		t.Errorf("GET /metrics with the metrics key = %d, want 200 and the series", status)
+	}
+	for _, path := range []string{"/api/v1/emails?to=x", "/api/v1/info", "/api/v1/openapi.json", "/api/v1/nothing"} {
+		if status, body := ta.get(t, key, path); status != 403 || strings.TrimSpace(string(body)) != `{"error":"This API key may only read metrics."}` {
+			t.Errorf("GET %s with the metrics key = %d %s, want 403 This API key may only read metrics.", path, status, body)
+		}
+	}
+	if status, body := ta.do(t, "DELETE", key, "/api/v1/inbox?to=x"); status != 403 || !strings.Contains(string(body), "may only read metrics") {
+		t.Errorf("DELETE /api/v1/inbox with the metrics key = %d %s, want 403", status, body)
+	}
+	if status, body := ta.do(t, "POST", key, "/mcp"); status != 403 || !strings.Contains(string(body), "may only read metrics") {
+		t.Errorf("POST /mcp with the metrics key = %d %s, want 403", status, body)
+	}
+	out, err = runCmd(t, "keys", "list", "--config", ta.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[1] == "prom" {
+			found = true
+			if f[2] != "-" || f[3] != "metrics" {
+				t.Errorf("keys list shows prom as %q; want inboxes - and mode metrics", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("keys list = %q; want prom", out)
+	}
+
+	for _, args := range [][]string{{"--inbox", "ci-*"}, {"--read-only"}} {
+		_, err := runCmd(t, append([]string{"keys", "create", "--name", "bad", "--metrics", "--config", ta.config}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "--metrics and "+args[0]+" cannot go together") {
+			t.Errorf("keys create --metrics %v: err = %v; want the conflict named", args, err)
+		}
+	}
+	if out, _ := runCmd(t, "keys", "list", "--config", ta.config); strings.Contains(out, "bad") {
+		t.Errorf("keys list after refused --metrics keys = %q; want no key bad", out)
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,12 @@ one data file. On its first start, once its ports are bound, it creates an
 API key, named "default", and prints it once (a JSON log line with
 log.format = "json").
 
+BURNER_KEY=bnr_... (bnr_ and at least 43 base64url characters, 32 random
+bytes) names a key instead: serve makes sure a key with that secret exists,
+creating it, named "env", if it does not, and then makes and prints no
+first key. A CI job or a container so knows its key before burner starts;
+the client libraries read the same variable.
+
 Signals: SIGTERM or SIGINT stops taking mail, lets messages in flight
 commit, drains HTTP and closes the file. SIGHUP reloads the TLS
 certificate files (smtp.tls_cert, http.tls_cert) without dropping a
@@ -46,6 +54,7 @@ burner reports READY=1 once it serves and STOPPING=1 when it stops.`,
 			if err != nil {
 				return err
 			}
+			cfg.Key = os.Getenv(envKeyVar)
 			log := newLogger(cfg.Log, cmd.ErrOrStderr())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -151,6 +160,10 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			a.close()
 		}
 	}()
+	// Before the store is opened, so that a mistyped key creates nothing.
+	if cfg.Key != "" && !storage.ValidSecret(cfg.Key) {
+		return nil, errBadEnvKey
+	}
 	webhooks := make([]webhook.Hook, len(cfg.Webhooks))
 	for i, w := range cfg.Webhooks {
 		webhooks[i] = w.webhook()
@@ -257,7 +270,13 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	// Spec §14: the first key is shown only once, so it is made only when
 	// nothing can stop this start any more (every listener bound, the
 	// wire checked): a start that fails leaves the next one to make it.
-	if err := ensureKey(ctx, a.db, notice, cfg.Log.Format == "json"); err != nil {
+	// A key given in BURNER_KEY takes its place.
+	if cfg.Key != "" {
+		err = ensureEnvKey(ctx, a.db, cfg.Key, log)
+	} else {
+		err = ensureKey(ctx, a.db, notice, cfg.Log.Format == "json")
+	}
+	if err != nil {
 		return nil, err
 	}
 	// From here on SIGHUP reloads certificates rather than ending burner.
@@ -454,6 +473,68 @@ func ensureKey(ctx context.Context, db storage.Engine, notice io.Writer, asJSON 
 	}
 	fmt.Fprintf(notice, "\nCreated the first API key, named \"default\"; it is shown only this once:\n\n    %s\n\n%s\n\n", secret, manage)
 	return nil
+}
+
+// envKeyVar names the variable of the key serve makes sure exists (spec
+// §14): the one the client libraries read.
+const envKeyVar = "BURNER_KEY"
+
+// envKeyName names the key made from BURNER_KEY.
+const envKeyName = "env"
+
+// errBadEnvKey refuses a BURNER_KEY that no key could have. It never
+// holds the value: a secret that is nearly right is nearly a secret.
+var errBadEnvKey = errors.New(envKeyVar + " is not a key burner accepts: it must be bnr_ followed by at least 43 base64url characters (A-Z a-z 0-9 - _), 32 random bytes, with no space or quote; make one with: echo \"bnr_$(openssl rand -base64 32 | tr '+/' '-_' | tr -d '=')\" (the value given is not shown)")
+
+// ensureEnvKey makes sure a key whose secret is secret exists (spec §14:
+// BURNER_KEY), creating it, able to reach every inbox and delete, when it
+// does not. It never shows the secret.
+//
+// The key is named "env". When a key of that name exists with another
+// secret (BURNER_KEY was changed, as when a CI secret is rotated), the new
+// key is named env-<8 hex digits>, and a warning says that the older key
+// still works until it is revoked: a changed variable must not stop a
+// container from starting, nor revoke a key some client may still use.
+// Nodes that start together on one database with the same BURNER_KEY make
+// one key: a store refuses a second key with the same secret.
+func ensureEnvKey(ctx context.Context, db storage.Engine, secret string, log *slog.Logger) error {
+	k, err := db.KeyBySecret(ctx, secret)
+	if err == nil {
+		log.Info("the API key of "+envKeyVar+" exists", "key_name", k.Name, "key_id", k.ID)
+		return nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%s: %w", envKeyVar, err)
+	}
+	name := envKeyName
+	for range 3 { // a name taken three times by chance is no chance
+		k, err = db.CreateKeyWithSecret(ctx, name, storage.Scope{}, secret)
+		if err == nil {
+			if name == envKeyName {
+				log.Info("created the API key of "+envKeyVar, "key_name", k.Name, "key_id", k.ID)
+			} else {
+				log.Warn("created the API key of "+envKeyVar+" under another name: a key named "+envKeyName+
+					" has another secret, and works until it is revoked", "key_name", k.Name, "key_id", k.ID,
+					"revoke_with", "burner keys revoke "+envKeyName)
+			}
+			return nil
+		}
+		if !errors.Is(err, storage.ErrKeyExists) {
+			return fmt.Errorf("%s: %w", envKeyVar, err)
+		}
+		// Either another node made this very key meanwhile, or the name
+		// belongs to a key with another secret.
+		if k, err := db.KeyBySecret(ctx, secret); err == nil {
+			log.Info("the API key of "+envKeyVar+" exists", "key_name", k.Name, "key_id", k.ID)
+			return nil
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("%s: %w", envKeyVar, err)
+		}
+		var suffix [4]byte
+		rand.Read(suffix[:]) // never fails (crypto/rand, Go 1.24)
+		name = envKeyName + "-" + hex.EncodeToString(suffix[:])
+	}
+	return fmt.Errorf("%s: no free name for its key: %w", envKeyVar, err)
 }
 
 // listenControl listens on the control socket with mode 0600: the file mode

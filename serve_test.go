@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -505,5 +508,164 @@ func TestServeFromEnvironment(t *testing.T) {
 	out, err := runCmd(t, "health", "--config", empty)
 	if err != nil || !strings.Contains(out, n.http+"/healthz: 200 OK") {
 		t.Errorf("burner health with BURNER_HTTP_LISTEN=%s: %q, %v; want 200 OK", n.http, out, err)
+	}
+}
+
+// newSecret returns a key's secret as burner would make one: bnr_ and 32
+// random bytes in base64url, for BURNER_KEY.
+func newSecret(t *testing.T) string {
+	t.Helper()
+	var b [32]byte
+	rand.Read(b[:])
+	return storage.KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// keyNames returns the names of the keys `burner keys list` shows for
+// data, in its order.
+func keyNames(t *testing.T, data string) []string {
+	t.Helper()
+	out, err := runCmd(t, "keys", "list", "--data", data)
+	if err != nil {
+		t.Fatalf("burner keys list: %v", err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 1 {
+			names = append(names, f[1])
+		}
+	}
+	return names
+}
+
+// infoKeyName returns the name GET /api/v1/info gives the key secret.
+func infoKeyName(t *testing.T, base, secret string) string {
+	t.Helper()
+	status, _, body := apiGet(t, base, secret, "/api/v1/info")
+	var info struct{ Key struct{ Name string } }
+	if err := json.Unmarshal(body, &info); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/v1/info = %d %s (%v), want 200", status, body, err)
+	}
+	return info.Key.Name
+}
+
+// TestEnvKey: with BURNER_KEY (spec §14) serve makes a key with that
+// secret, named env, and neither makes nor prints a first key; started
+// again it finds the key and makes none; with another BURNER_KEY (a
+// rotated secret) it makes a second key under another name and warns
+// that the older one still works. No secret is ever printed.
+func TestEnvKey(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "burner.db")
+	args := []string{"serve", "--config", writeConfig(t, ""), "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"}
+	secret := newSecret(t)
+	run := func(name, secret string) string {
+		n := spawnServe(t, name, []string{"BURNER_KEY=" + secret}, args...)
+		n.waitReady(t)
+		defer n.stop()
+		if name := infoKeyName(t, n.http, secret); !strings.HasPrefix(name, "env") {
+			t.Errorf("%s: the key of BURNER_KEY is named %q, want env…", n.name, name)
+		}
+		out := n.output()
+		if keyRE.MatchString(out) || strings.Contains(out, "first API key") {
+			t.Errorf("%s: serve with BURNER_KEY printed a key:\n%s", n.name, out)
+		}
+		return out
+	}
+
+	out := run("first", secret)
+	if !strings.Contains(out, "created the API key of BURNER_KEY") || !strings.Contains(out, "key_name=env ") {
+		t.Errorf("the first start with BURNER_KEY does not say it created the key env:\n%s", out)
+	}
+	if names := keyNames(t, data); !slices.Equal(names, []string{"env"}) {
+		t.Errorf("keys after the first start with BURNER_KEY: %v, want [env]", names)
+	}
+	if out := run("again", secret); !strings.Contains(out, "the API key of BURNER_KEY exists") {
+		t.Errorf("a second start with the same BURNER_KEY does not say the key exists:\n%s", out)
+	}
+	if names := keyNames(t, data); !slices.Equal(names, []string{"env"}) {
+		t.Errorf("keys after a second start with the same BURNER_KEY: %v, want [env]", names)
+	}
+
+	rotated := newSecret(t)
+	out = run("rotated", rotated)
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "works until it is revoked") || !strings.Contains(out, "burner keys revoke env") {
+		t.Errorf("a start with another BURNER_KEY does not warn that the older key still works:\n%s", out)
+	}
+	names := keyNames(t, data)
+	if len(names) != 2 || names[0] != "env" || !regexp.MustCompile(`^env-[0-9a-f]{8}$`).MatchString(names[1]) {
+		t.Errorf("keys after a start with another BURNER_KEY: %v, want env and env-<8 hex digits>", names)
+	}
+	// Both keys work, each under its own name.
+	n := spawnServe(t, "both", nil, args...)
+	n.waitReady(t)
+	if got := infoKeyName(t, n.http, secret); got != "env" {
+		t.Errorf("the first BURNER_KEY is now key %q, want env", got)
+	}
+	if got := infoKeyName(t, n.http, rotated); got != names[1] {
+		t.Errorf("the rotated BURNER_KEY is key %q, want %s", got, names[1])
+	}
+	if out := n.output(); keyRE.MatchString(out) {
+		t.Errorf("serve without BURNER_KEY on a store with keys printed a key:\n%s", out)
+	}
+}
+
+// TestEnvKeyRefused: a BURNER_KEY burner could not have made stops serve
+// at once, with an error that names the variable but not its value, and
+// before any data file is made.
+func TestEnvKeyRefused(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "burner.db")
+	bad := "bnr_NotLongEnoughToBeAKey-butRecognizable"
+	n := spawnServe(t, "bad", []string{"BURNER_KEY=" + bad}, "serve", "--config", writeConfig(t, ""), "--data", data,
+		"--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0")
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("burner serve with a bad BURNER_KEY still runs after 30 s:\n%s", n.output())
+	}
+	out := n.output()
+	if n.cmd.ProcessState.ExitCode() != 1 || !strings.Contains(out, "BURNER_KEY is not a key burner accepts") || !strings.Contains(out, "43 base64url") {
+		t.Errorf("burner serve with BURNER_KEY=%s: exit status %d, stderr:\n%s\nwant status 1 and an error naming BURNER_KEY", bad, n.cmd.ProcessState.ExitCode(), out)
+	}
+	if strings.Contains(out, "Recognizable") {
+		t.Errorf("the error shows the value of BURNER_KEY:\n%s", out)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("serve refused BURNER_KEY, yet made the data file: %v", err)
+	}
+
+	// The forms a copied secret takes, refused alike (in-process).
+	good := newSecret(t)
+	for _, key := range []string{good + " ", " " + good, `"` + good + `"`, good + "\n", good[:len(good)-1], "BNR_" + good[4:], good[:10] + "+" + good[11:]} {
+		cfg := defaultConfig()
+		cfg.Data, cfg.Key = filepath.Join(t.TempDir(), "burner.db"), key
+		cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
+		if _, err := start(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard); !errors.Is(err, errBadEnvKey) {
+			t.Errorf("start with BURNER_KEY=%q: %v, want errBadEnvKey", key, err)
+		}
+	}
+}
+
+// TestEnvKeyConcurrent: starts that race to make the key of one
+// BURNER_KEY (nodes of one database) make one key, and none fails.
+func TestEnvKeyConcurrent(t *testing.T) {
+	db, err := boltdb.Open(filepath.Join(t.TempDir(), "burner.db"), boltdb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	secret := newSecret(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() { errs <- ensureEnvKey(context.Background(), db, secret, slog.New(slog.DiscardHandler)) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("ensureEnvKey: %v", err)
+		}
+	}
+	if keys, err := db.Keys(context.Background()); err != nil || len(keys) != 1 || keys[0].Name != "env" {
+		t.Errorf("Keys after 8 racing ensureEnvKey = %+v, %v; want one key, env", keys, err)
 	}
 }

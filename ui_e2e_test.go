@@ -195,6 +195,40 @@ func TestUIInBrowser(t *testing.T) {
 	if _, err := ta.db.Email(context.Background(), fresh[0].ID); err == nil {
 		t.Error("the email is still stored after the UI deleted it")
 	}
+
+	// A test's inbox is one click away from the home page: the recent
+	// inboxes, the newest mail first.
+	pytest := "pytest-3f9a2c7e41d0"
+	msg := "From: App <app@example.test>\r\nTo: " + pytest + "@inbox.test\r\nSubject: Your sign-in code\r\n\r\nCode: 804 113\r\n"
+	if err := sendMail(t, smtpAddr, "app@example.test", []string{pytest + "@inbox.test"}, msg); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+	link := `.inboxes a[href="/inbox/` + pytest + `"]`
+	do("see the recent inboxes", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(link)))
+	if first, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector(".inboxes a").getAttribute("href")`)); first != "/inbox/"+pytest {
+		t.Errorf("the first recent inbox links %q, want the one with the newest mail, /inbox/%s", first, pytest)
+	}
+	screenshot(t, ctx, filepath.Join(shots, "ui-home.png"))
+	do("filter the recent inboxes by prefix",
+		chromedp.SendKeys(chromedp.ID("prefix"), "PYTEST-"),
+		chromedp.Submit(chromedp.ID("prefix")),
+		chromedp.WaitVisible(chromedp.CSS(`.recent .filter a[href="/"]`)), // "Show all": the filtered page
+	)
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".inboxes a").length`)); n != 1 {
+		t.Errorf("the recent inboxes starting with PYTEST- are %d, want 1", n)
+	}
+	do("open the test's inbox", chromedp.Click(chromedp.CSS(link)), chromedp.WaitVisible(`//a[contains(., "Your sign-in code")]`))
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != base+"/inbox/"+pytest {
+		t.Errorf("the recent inbox's link went to %s, want /inbox/%s", loc, pytest)
+	}
+	do("show the home page on a phone",
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS(link)),
+	)
+	if wide, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > innerWidth`)); wide {
+		t.Error("the home page scrolls sideways at a phone's width")
+	}
 }
 
 func ptrTo(s string) *string { return &s }

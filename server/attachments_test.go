@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -227,6 +231,122 @@ func TestAttachmentListWhenFull(t *testing.T) {
 		}
 		if _, ok, err := db.Attachments(ctx, id); ok != stored || err != nil {
 			t.Errorf("after attachmentList #%d the list is stored: %v, %v; want %v", i, ok, err, stored)
+		}
+	}
+}
+
+// TestContentDisposition: a download names its file in ASCII too (spec
+// §14), safe in the quoted string and on a disk, and never empty, beside
+// the name itself in filename*, which Go's own parser reads back.
+func TestContentDisposition(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"report.pdf", `attachment; filename=report.pdf`},
+		{"run 42.txt", `attachment; filename="run 42.txt"`},
+		{"Rechnung-Ä.pdf", `attachment; filename="Rechnung-A.pdf"; filename*=UTF-8''Rechnung-%C3%84.pdf`},
+		{"Straße Café.txt", `attachment; filename="Strasse Cafe.txt"; filename*=UTF-8''Stra%C3%9Fe%20Caf%C3%A9.txt`},
+		{"Ærø ﬁle.doc", `attachment; filename="AEro file.doc"; filename*=UTF-8''%C3%86r%C3%B8%20%EF%AC%81le.doc`},
+		{"日本語.pdf", `attachment; filename="attachment.pdf"; filename*=UTF-8''%E6%97%A5%E6%9C%AC%E8%AA%9E.pdf`},
+		{"Отчёт 2026.xlsx", `attachment; filename="_ 2026.xlsx"; filename*=UTF-8''%D0%9E%D1%82%D1%87%D1%91%D1%82%202026.xlsx`},
+		{`a"b\c/d.txt`, `attachment; filename="a_b_c_d.txt"; filename*=UTF-8''a%22b%5Cc%2Fd.txt`},
+		{"evil\r\nX-Header: 1.txt", `attachment; filename="evil_X-Header: 1.txt"; filename*=UTF-8''evil%0D%0AX-Header%3A%201.txt`},
+		{".bashrc", `attachment; filename="_bashrc"; filename*=UTF-8''.bashrc`},
+		{"  ü", `attachment; filename="u"; filename*=UTF-8''%20%20%C3%BC`},
+		{"€", `attachment; filename="attachment"; filename*=UTF-8''%E2%82%AC`},
+		{"", `attachment; filename="attachment"`},
+	} {
+		got := contentDisposition(tc.name)
+		if got != tc.want {
+			t.Errorf("contentDisposition(%q) =\n%s\nwant\n%s", tc.name, got, tc.want)
+		}
+		if strings.ContainsAny(got, "\r\n") {
+			t.Errorf("contentDisposition(%q) = %q, which breaks the header", tc.name, got)
+		}
+		disp, params, err := mime.ParseMediaType(got)
+		if tc.name != "" && (err != nil || disp != "attachment" || params["filename"] != strings.ToValidUTF8(tc.name, "\uFFFD")) {
+			t.Errorf("mime.ParseMediaType(%q) = %q, %q, %v; want attachment, filename %q", got, disp, params, err, tc.name)
+		}
+	}
+	long := strings.Repeat("é", 300) + ".pdf"
+	if ascii := asciiFilename(long); len(ascii) != maxASCIIFilename || !strings.HasSuffix(ascii, ".pdf") {
+		t.Errorf("asciiFilename(300 × é .pdf) = %q (%d bytes); want %d bytes ending in .pdf", ascii, len(ascii), maxASCIIFilename)
+	}
+}
+
+// FuzzASCIIFilename: whatever the name, the ASCII one is printable ASCII,
+// not empty, without a quote, backslash or slash, not hidden, and fits a
+// file system's name.
+func FuzzASCIIFilename(f *testing.F) {
+	for _, s := range []string{"Rechnung-Ä.pdf", "日本語", `"\/`, ".", "..", " . ", "\x00\xff", "a.\u0301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		got := asciiFilename(name)
+		if got == "" || len(got) > maxASCIIFilename || got[0] == '.' || got[0] == ' ' || strings.ContainsAny(got, `"\/`) {
+			t.Fatalf("asciiFilename(%q) = %q", name, got)
+		}
+		for i := 0; i < len(got); i++ {
+			if got[i] < ' ' || got[i] >= 0x7f {
+				t.Fatalf("asciiFilename(%q) = %q, with byte %#x", name, got, got[i])
+			}
+		}
+	})
+}
+
+// TestCurlSavesFileNames: curl -OJ, which reads filename= and never
+// filename*, saves every download under a name of its own (spec §14):
+// an API attachment and a UI attachment of a non-ASCII name in ASCII, and
+// the UI's .eml under the email's id. It used to save the first two as
+// "0", the last segment of their URL.
+func TestCurlSavesFileNames(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("curl is not installed, and CI=true needs this test to run (.ci/run installs it)")
+		}
+		t.Skip("curl is not installed: this test runs the real curl -OJ (.ci/run installs it)")
+	}
+	u := newUI(t, Options{})
+	u.login()
+	const pdf = "%PDF-1.4 Rechnung"
+	e := u.deliver("alice@example.com", storage.Message{Raw: []byte("Subject: invoice\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n" +
+		"--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename*=UTF-8''Rechnung-%C3%84.pdf\r\n\r\n" + pdf + "\r\n--b--\r\n")})
+	srvURL, _ := url.Parse(u.srv.URL)
+	var session string
+	for _, c := range u.client.Jar.Cookies(srvURL) {
+		if c.Name == sessionCookie {
+			session = c.Name + "=" + c.Value
+		}
+	}
+	if session == "" {
+		t.Fatal("no session cookie after login")
+	}
+	for _, tc := range []struct {
+		what, path, header, file, content string
+	}{
+		{"an API attachment", "/api/v1/emails/" + e.ID + "/attachments/0", "Authorization: Bearer " + u.key, "Rechnung-A.pdf", pdf},
+		{"a UI attachment", "/email/" + e.ID + "/attachments/0", "Cookie: " + session, "Rechnung-A.pdf", pdf},
+		{"the UI's source download", "/email/" + e.ID + "/download", "Cookie: " + session, e.ID + ".eml", "Subject: invoice"},
+	} {
+		dir := t.TempDir()
+		cmd := exec.Command(curl, "--silent", "--show-error", "--fail", "--remote-name", "--remote-header-name",
+			"--max-time", "30", "--header", tc.header, u.srv.URL+tc.path)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("curl -OJ %s: %v\n%s", tc.path, err, out)
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, f := range entries {
+			names = append(names, f.Name())
+		}
+		if len(names) != 1 || names[0] != tc.file {
+			t.Errorf("curl -OJ of %s saved %q, want %q", tc.what, names, tc.file)
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, tc.file)); err != nil || !strings.Contains(string(data), tc.content) {
+			t.Errorf("curl -OJ of %s saved %q (%v), want it to hold %q", tc.what, data, err, tc.content)
 		}
 	}
 }

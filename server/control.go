@@ -54,17 +54,14 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, secret, err := s.admin.CreateKey(r.Context(), req.Name, req.Scope)
-	if errors.Is(err, storage.ErrBadInboxPattern) {
-		// The message names the pattern; ControlClient maps it back.
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
 	if err != nil {
-		s.fail(w, r, err) // ErrKeyExists: 409, ErrBadKeyName: 400
+		// ErrKeyExists: 409; ErrBadKeyName, ErrBadInboxPattern and
+		// ErrMetricsScope: 400, whose message ControlClient maps back.
+		s.fail(w, r, err)
 		return
 	}
 	s.log.InfoContext(r.Context(), "api key created", "key_id", k.ID, "key_name", k.Name,
-		"key_inboxes", k.Scope.Inboxes, "key_read_only", k.Scope.ReadOnly)
+		"key_inboxes", k.Scope.Inboxes, "key_read_only", k.Scope.ReadOnly, "key_metrics", k.Scope.Metrics)
 	writeJSON(w, http.StatusCreated, createdKey{Key: k, Secret: secret})
 }
 

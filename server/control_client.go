@@ -172,10 +172,13 @@ func readError(resp *http.Response) error {
 	case http.StatusConflict:
 		return &controlError{e.Error, storage.ErrKeyExists}
 	case http.StatusBadRequest:
-		// The client's requests are well-formed JSON: a 400 is the name, or
-		// an inbox pattern, whose message says so (handleCreateKey).
-		if strings.Contains(e.Error, storage.ErrBadInboxPattern.Error()) {
-			return &controlError{e.Error, storage.ErrBadInboxPattern}
+		// The client's requests are well-formed JSON: a 400 is the name,
+		// an inbox pattern or a metrics scope with patterns, whose message
+		// says so (handleCreateKey).
+		for _, sentinel := range []error{storage.ErrBadInboxPattern, storage.ErrMetricsScope, storage.ErrBadSecret} {
+			if strings.Contains(e.Error, sentinel.Error()) {
+				return &controlError{e.Error, sentinel}
+			}
 		}
 		return &controlError{e.Error, storage.ErrBadKeyName}
 	}

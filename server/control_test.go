@@ -275,6 +275,32 @@ func TestControlKeyScope(t *testing.T) {
 	}
 }
 
+// TestControlMetricsKey: the control socket carries a key's metrics flag
+// both ways, and answers a metrics scope with patterns 400 naming the
+// rule, which the client maps back to storage.ErrMetricsScope.
+func TestControlMetricsKey(t *testing.T) {
+	c := newControl(t)
+	ctx := context.Background()
+	k, secret, err := c.client.CreateKey(ctx, "prom", storage.Scope{Metrics: true})
+	if err != nil || !k.Scope.Metrics || !k.Scope.ReadOnly || secret == "" {
+		t.Fatalf("CreateKey(prom, metrics) = %+v, %q, %v; want a metrics key", k, secret, err)
+	}
+	if keys, err := c.client.Keys(ctx); err != nil || len(keys) != 1 || !keys[0].Scope.Metrics {
+		t.Errorf("Keys = %+v, %v; want prom, a metrics key", keys, err)
+	}
+	_, _, err = c.client.CreateKey(ctx, "bad", storage.Scope{Metrics: true, Inboxes: []string{"a"}})
+	if !errors.Is(err, storage.ErrMetricsScope) {
+		t.Errorf("CreateKey(metrics with a pattern) = %v; want ErrMetricsScope", err)
+	}
+	res := c.call("POST", "/keys", `{"name":"bad","scope":{"Inboxes":["a"],"Metrics":true}}`)
+	if res.status != 400 || !strings.Contains(res.body, "a metrics key reaches no inbox") {
+		t.Errorf("POST /keys with a metrics scope with patterns = %d %s; want 400 saying why", res.status, res.body)
+	}
+	if keys, err := c.db.Keys(ctx); err != nil || len(keys) != 1 {
+		t.Errorf("Keys after the refused metrics scopes = %+v, %v; want prom alone", keys, err)
+	}
+}
+
 // TestControlWaiting: the control socket's /webhooks answers what waits,
 // for `burner stats`.
 func TestControlWaiting(t *testing.T) {

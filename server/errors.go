@@ -63,6 +63,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "'name' must be 1 to 64 printable characters.")
 	case errors.Is(err, storage.ErrKeyExists):
 		writeError(w, http.StatusConflict, "A key with that name already exists.")
+	case errors.Is(err, storage.ErrBadInboxPattern), errors.Is(err, storage.ErrMetricsScope), errors.Is(err, storage.ErrBadSecret):
+		// A key's scope or secret refused (the control socket): the
+		// message names the rule; ControlClient maps it back.
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, storage.ErrUnavailable):
 		// The database is down or out of reach (spec §10): the client
 		// should come back, and the sender's MTA does (451).

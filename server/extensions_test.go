@@ -81,6 +81,40 @@ func TestHeaderFilter(t *testing.T) {
 	}
 }
 
+// TestFromFilter: from (spec §14) keeps the emails whose sender's address
+// or name holds it, in any case, and combines with every other filter and
+// with wait; an empty from filters nothing.
+func TestFromFilter(t *testing.T) {
+	a := newAPI(t)
+	shop := a.deliver("ci@example.com", storage.Message{From: "noreply@shop.example", FromName: "Straße Shop", Subject: ptr("Your code"), Text: "code 1234"})
+	bank := a.deliver("ci@example.com", storage.Message{From: "alerts@bank.example", FromName: "Bank", Subject: ptr("Your code"), Text: "code 5678"})
+	news := a.deliver("ci@example.com", storage.Message{From: "news@shop.example", Subject: ptr("Sale")})
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"from=shop.example", []string{news.ID, shop.ID}},
+		{"from=NOREPLY@SHOP", []string{shop.ID}},
+		{"from=STRASSE", []string{shop.ID}}, // the name, Unicode case folding
+		{"from=bank", []string{bank.ID}},
+		{"from=", []string{news.ID, bank.ID, shop.ID}},
+		{"from=nobody", nil},
+		{"from=shop&subject=code", []string{shop.ID}},
+		{"from=shop&search=sale", []string{news.ID}},
+		{"from=shop&body=1234", []string{shop.ID}},
+		{"from=shop&limit=1", []string{news.ID}},
+		{"from=example&header=X-None:", nil},
+		{"from=shop&wait=5", []string{news.ID, shop.ID}}, // found: answered at once
+	} {
+		if got := a.listIDs(mustQuery(t, "to=ci&"+tc.query)); !slices.Equal(got, tc.want) {
+			t.Errorf("list %s = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	// The other filters' rule still holds: from is not one of the three.
+	wantJSON(t, "list from, subject and body", a.call("GET", "/api/v1/emails?to=ci&from=x&subject=a&body=b"), 400,
+		`{"error":"Only one of subject, search, or body may be specified."}`)
+}
+
 // sseEvent is one event of a stream.
 type sseEvent struct{ id, event, data string }
 

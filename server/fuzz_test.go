@@ -65,6 +65,10 @@ func addListQuerySeeds(f *testing.F) {
 		"to=alice&limit=&since=",
 		"to=alice&header=From:shop",
 		"to=alice&header=X-Test-Run%3A",
+		"to=alice&from=shop",
+		"to=alice&from=SHOP&subject=reset&limit=1",
+		"to=alice&from=%C3%9F",
+		"to=alice&from=",
 		// Every documented error.
 		"",
 		"to=",
@@ -168,6 +172,10 @@ func FuzzParseListQuery(f *testing.F) {
 		}
 		if slices.Contains(q.Terms, "") {
 			t.Errorf("parseListRequest(%q).query().Terms = %q, has an empty term", rawQuery, q.Terms)
+		}
+		// from takes any text as it is given, and refuses nothing.
+		if v, _ := url.ParseQuery(rawQuery); q.From != v.Get("from") {
+			t.Errorf("parseListRequest(%q).query().From = %q, want %q as given", rawQuery, q.From, v.Get("from"))
 		}
 	})
 }
@@ -333,6 +341,22 @@ func checkEmails(t *testing.T, what string, data []byte, q storage.Query) {
 		if !q.Since.IsZero() && !at.After(q.Since) {
 			t.Fatalf("%s: email %d received %v, not after since %v", what, i, at, q.Since)
 		}
+		// An ASCII from is matched as ASCII case folds it (spec §14); others
+		// fold more (ß and ss), which the storage tests check.
+		if from := strings.ToLower(q.From); from != "" && isASCII(from) &&
+			!strings.Contains(strings.ToLower(email.FromAddress), from) && !strings.Contains(strings.ToLower(email.FromName), from) {
+			t.Fatalf("%s: email %d is from %q <%s>, which does not hold from %q", what, i, email.FromName, email.FromAddress, q.From)
+		}
 		last = at
 	}
+}
+
+// isASCII reports whether s is ASCII alone.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

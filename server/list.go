@@ -52,6 +52,7 @@ type listRequest struct {
 	Since   *time.Time // received after it
 	Before  *time.Time // received before it
 	Header  string     // Name:value, like X-Test-Run:42
+	From    string     // a substring of the sender's address or name (spec §14)
 	Wait    *int       // seconds, 1 to 60, to hold a list that finds nothing; nil: answer at once
 	// malformed names the first parameter given in a form its field
 	// cannot hold (limit=ten, since=-1), or "": query refuses it in its
@@ -110,6 +111,7 @@ func parseListRequest(rawQuery string) listRequest {
 	r.Since = unixTime("since")
 	r.Before = unixTime("before")
 	r.Header = v.Get("header")
+	r.From = v.Get("from")
 	r.Wait = integer("wait")
 	return r
 }
@@ -117,7 +119,8 @@ func parseListRequest(rawQuery string) listRequest {
 // query returns the store query r asks for, or the *paramError of its
 // first fault in the order of the API document: the inbox, then the
 // filters, then limit and since, then the extensions (before, header,
-// wait). It is the one check of a list, the API's and MCP's.
+// from, wait; from takes any text, so it refuses nothing). It is the one
+// check of a list, the API's and MCP's.
 func (r listRequest) query() (listQuery, error) {
 	if r.malformed == "to" {
 		return listQuery{}, errToInvalid
@@ -164,6 +167,9 @@ func (r listRequest) query() (listQuery, error) {
 		}
 		q.Header = h
 	}
+	// Spec §14: combinable with every filter, subject, search and body
+	// included (it is not one of the three of errOneFilter).
+	q.From = r.From
 	if r.malformed == "wait" || r.Wait != nil && (*r.Wait < 1 || time.Duration(*r.Wait)*time.Second > maxWait) {
 		return listQuery{}, errWait
 	}

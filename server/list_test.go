@@ -165,12 +165,12 @@ func TestListRequestErrors(t *testing.T) {
 func TestListRequestBuilt(t *testing.T) {
 	limit, wait := 3, 5
 	since := time.Unix(1741964968, 535_000_000).UTC()
-	built := listRequest{To: "alice+x", Search: `"two words" three`, Limit: &limit, Since: &since, Header: "From:shop", Wait: &wait}
+	built := listRequest{To: "alice+x", Search: `"two words" three`, Limit: &limit, Since: &since, Header: "From:shop", From: "Shop", Wait: &wait}
 	got, err := built.query()
 	if err != nil {
 		t.Fatalf("%+v.query(): %v", built, err)
 	}
-	const raw = "to=alice+x&search=%22two+words%22+three&limit=3&since=1741964968.535&header=From:shop&wait=5"
+	const raw = "to=alice+x&search=%22two+words%22+three&limit=3&since=1741964968.535&header=From:shop&from=Shop&wait=5"
 	want, err := parseListRequest(raw).query()
 	if err != nil {
 		t.Fatalf("parseListRequest(%q).query(): %v", raw, err)
@@ -178,9 +178,18 @@ func TestListRequestBuilt(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%+v.query() = %+v, want %+v, the query of %q", built, got, want, raw)
 	}
-	if got.Limit != 3 || got.wait != 5*time.Second || !slices.Equal(got.Terms, []string{"two words", "three"}) ||
+	if got.Limit != 3 || got.wait != 5*time.Second || !slices.Equal(got.Terms, []string{"two words", "three"}) || got.From != "Shop" ||
 		got.Header == nil || *got.Header != (storage.Header{Name: "From", Value: "shop"}) {
 		t.Errorf("%+v.query() = %+v", built, got)
+	}
+}
+
+// TestToolQueryFrom: MCP's from is the API's from (spec §14: the sender's
+// address or name), not a header filter on From.
+func TestToolQueryFrom(t *testing.T) {
+	q, err := toolQuery("alice", "code", "", "Shop", nil, nil)
+	if err != nil || q.From != "Shop" || q.Header != nil || q.Subject != "code" {
+		t.Errorf("toolQuery(alice, subject code, from Shop) = %+v, %v; want From Shop and no header filter", q, err)
 	}
 }
 

@@ -480,10 +480,7 @@ func (o listEmailsOut) text(f fence) string {
 // toolQuery returns the list query of a tool's filters: the API's list
 // request, checked by its own query, with its messages.
 func toolQuery(inbox, subject, search, from string, since *float64, limit *int) (storage.Query, error) {
-	r := listRequest{To: inbox, Subject: subject, Search: search, Limit: limit}
-	if from != "" {
-		r.Header = "From:" + from // spec §5's header filter
-	}
+	r := listRequest{To: inbox, Subject: subject, Search: search, From: from, Limit: limit}
 	if since != nil {
 		if t, err := unixSeconds(*since); err == nil {
 			r.Since = &t
@@ -523,7 +520,7 @@ type waitForEmailIn struct {
 	Inbox    string   `json:"inbox" jsonschema:"the inbox: the local part of the address (before the @), or the whole address"`
 	Subject  string   `json:"subject,omitempty" jsonschema:"only an email whose subject contains this (any case)"`
 	Search   string   `json:"search,omitempty" jsonschema:"only an email with every word (or \"quoted phrase\") in subject, sender or text; not with subject"`
-	From     string   `json:"from,omitempty" jsonschema:"only an email whose From header contains this (any case), like noreply@example.com"`
+	From     string   `json:"from,omitempty" jsonschema:"only an email whose sender's address or name contains this (any case), like noreply@example.com"`
 	Since    *float64 `json:"since,omitempty" jsonschema:"only an email received after this Unix time, in seconds"`
 	TimeoutS *int     `json:"timeout_s,omitempty" jsonschema:"how long to wait, 1 to 50 seconds (default 25)"`
 }

@@ -174,7 +174,7 @@ func (s *Server) reportProgress(ctx context.Context, w waited) (stop func()) {
 type waitForCodeIn struct {
 	Inbox    string   `json:"inbox" jsonschema:"the inbox: the local part of the address (before the @), or the whole address"`
 	Subject  string   `json:"subject,omitempty" jsonschema:"only an email whose subject contains this (any case)"`
-	From     string   `json:"from,omitempty" jsonschema:"only an email whose From header contains this (any case), like noreply@example.com"`
+	From     string   `json:"from,omitempty" jsonschema:"only an email whose sender's address or name contains this (any case), like noreply@example.com"`
 	Since    *float64 `json:"since,omitempty" jsonschema:"only an email received after this Unix time, in seconds"`
 	Pattern  string   `json:"pattern,omitempty" jsonschema:"an RE2 regular expression to find the code with instead of the built-in rule (its first group when it has one)"`
 	TimeoutS *int     `json:"timeout_s,omitempty" jsonschema:"how long to wait, 1 to 50 seconds (default 25)"`
@@ -257,7 +257,7 @@ func (s *Server) toolWaitForCode(ctx context.Context, in waitForCodeIn) (waitFor
 type waitForLinkIn struct {
 	Inbox    string   `json:"inbox" jsonschema:"the inbox: the local part of the address (before the @), or the whole address"`
 	Subject  string   `json:"subject,omitempty" jsonschema:"only an email whose subject contains this (any case)"`
-	From     string   `json:"from,omitempty" jsonschema:"only an email whose From header contains this (any case), like noreply@example.com"`
+	From     string   `json:"from,omitempty" jsonschema:"only an email whose sender's address or name contains this (any case), like noreply@example.com"`
 	Since    *float64 `json:"since,omitempty" jsonschema:"only an email received after this Unix time, in seconds"`
 	Contains string   `json:"contains,omitempty" jsonschema:"the first link whose URL contains this (any case), like /verify; without it, the first link that is not an unsubscribe link"`
 	TimeoutS *int     `json:"timeout_s,omitempty" jsonschema:"how long to wait, 1 to 50 seconds (default 25)"`

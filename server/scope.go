@@ -27,6 +27,9 @@ const (
 	errInboxForbidden   forbidden = "This API key may not access this inbox."
 	errReadOnly         forbidden = "This API key is read-only."
 	errMetricsForbidden forbidden = "This API key may not read metrics."
+	// errMetricsOnly refuses a metrics key (spec §14) everything but
+	// /metrics: the API, MCP and the web UI's login.
+	errMetricsOnly forbidden = "This API key may only read metrics."
 )
 
 type scopeKey struct{}
@@ -71,10 +74,11 @@ func mayDelete(ctx context.Context) error {
 	return nil
 }
 
-// mayReadMetrics returns errMetricsForbidden unless ctx's scope reaches
-// every inbox and may delete: metrics count every inbox's mail.
+// mayReadMetrics returns errMetricsForbidden unless ctx's scope is for
+// metrics alone (spec §14), or reaches every inbox and may delete:
+// metrics count every inbox's mail.
 func mayReadMetrics(ctx context.Context) error {
-	if s, ok := scopeOf(ctx); ok && (s.ReadOnly || !s.Everywhere()) {
+	if s, ok := scopeOf(ctx); ok && !s.Metrics && (s.ReadOnly || !s.Everywhere()) {
 		return errMetricsForbidden
 	}
 	return nil
@@ -219,4 +223,20 @@ func (s scopedStore) PutAttachments(ctx context.Context, id string, a storage.At
 		return err
 	}
 	return s.db.PutAttachments(ctx, id, a)
+}
+
+// RecentInboxes lists the inboxes of ctx's scope alone (spec §8: the UI
+// never shows an inbox outside it): a scope with patterns narrows q to
+// them, and a metrics scope reaches none.
+func (s scopedStore) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storage.Inbox, error) {
+	sc, ok := scopeOf(ctx)
+	switch {
+	case !ok:
+		return nil, errNoScope
+	case sc.Metrics:
+		return nil, nil
+	case !sc.Everywhere():
+		q.Patterns = sc.Inboxes
+	}
+	return s.db.RecentInboxes(ctx, q)
 }

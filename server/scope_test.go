@@ -20,6 +20,7 @@ const (
 	inboxForbiddenBody   = `{"error":"This API key may not access this inbox."}`
 	readOnlyBody         = `{"error":"This API key is read-only."}`
 	metricsForbiddenBody = `{"error":"This API key may not read metrics."}`
+	metricsOnlyBody      = `{"error":"This API key may only read metrics."}`
 	emailNotFoundBody    = `{"error":"Email not found"}`
 )
 
@@ -30,6 +31,7 @@ var scopeTestKeys = map[string]storage.Scope{
 	"readonly":  {ReadOnly: true},
 	"scoped-ro": {Inboxes: []string{"ci-*"}, ReadOnly: true},
 	"star":      {Inboxes: []string{"*"}},
+	"metrics":   {Metrics: true},
 }
 
 // scopeCase is one request of the scope table. In path, {in} is the id of
@@ -61,6 +63,8 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/emails?to=bob&limit=99", 400, `{"error":"'limit' must be an integer from 1 to 10."}`},
 		{"scoped", "GET", "/api/v1/emails", 400, `{"error":"'to' is required."}`},
 		{"scoped", "GET", "/api/v1/emails?to=" + strings.Repeat("b", 65), 400, `{"error":"Local part must be at most 64 characters."}`},
+		{"metrics", "GET", "/api/v1/emails?to=bob", 403, metricsOnlyBody},
+		{"metrics", "GET", "/api/v1/emails?to=bob&limit=99", 403, metricsOnlyBody}, // before the 400: no key of the API
 	},
 	"GET /api/v1/emails/{id}": {
 		{"full", "GET", "/api/v1/emails/{out}", 200, ""},
@@ -68,6 +72,7 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/emails/{in}", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}", 404, emailNotFoundBody},
 		{"scoped", "GET", "/api/v1/emails/{unknown}", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}", 403, metricsOnlyBody},
 	},
 	"DELETE /api/v1/emails/{id}": {
 		{"full", "DELETE", "/api/v1/emails/{out}", 204, ""},
@@ -79,6 +84,7 @@ var scopeTable = map[string][]scopeCase{
 		{"readonly", "DELETE", "/api/v1/emails/not-a-uuid", 403, readOnlyBody},
 		{"scoped-ro", "DELETE", "/api/v1/emails/{in}", 403, readOnlyBody},
 		{"scoped-ro", "DELETE", "/api/v1/emails/{out}", 403, readOnlyBody}, // read-only before the inbox rule
+		{"metrics", "DELETE", "/api/v1/emails/{out}", 403, metricsOnlyBody},
 	},
 	"DELETE /api/v1/inbox": {
 		{"full", "DELETE", "/api/v1/inbox?to=bob", 204, ""},
@@ -87,36 +93,42 @@ var scopeTable = map[string][]scopeCase{
 		{"readonly", "DELETE", "/api/v1/inbox?to=bob", 403, readOnlyBody},
 		{"scoped-ro", "DELETE", "/api/v1/inbox?to=bob", 403, readOnlyBody}, // read-only before the inbox rule
 		{"scoped-ro", "DELETE", "/api/v1/inbox", 400, `{"error":"'to' is required."}`},
+		{"metrics", "DELETE", "/api/v1/inbox?to=bob", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/raw": {
 		{"full", "GET", "/api/v1/emails/{out}/raw", 200, ""},
 		{"readonly", "GET", "/api/v1/emails/{out}/raw", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{in}/raw", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/raw", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}/raw", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/attachments": {
 		{"full", "GET", "/api/v1/emails/{out}/attachments", 200, ""},
 		{"readonly", "GET", "/api/v1/emails/{out}/attachments", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{in}/attachments", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/attachments", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}/attachments", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/attachments/{n}": {
 		{"full", "GET", "/api/v1/emails/{out}/attachments/0", 200, ""},
 		{"readonly", "GET", "/api/v1/emails/{out}/attachments/0", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{in}/attachments/0", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/attachments/0", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}/attachments/0", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/text": {
 		{"full", "GET", "/api/v1/emails/{out}/text", 200, ""},
 		{"readonly", "GET", "/api/v1/emails/{out}/text", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{in}/text", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/text", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}/text", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/links": {
 		{"full", "GET", "/api/v1/emails/{out}/links", 200, ""},
 		{"readonly", "GET", "/api/v1/emails/{out}/links", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{in}/links", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/links", 404, emailNotFoundBody},
+		{"metrics", "GET", "/api/v1/emails/{out}/links", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/emails/{id}/codes": {
 		{"full", "GET", "/api/v1/emails/{out}/codes", 200, ""},
@@ -124,6 +136,7 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/emails/{in}/codes", 200, ""},
 		{"scoped", "GET", "/api/v1/emails/{out}/codes", 404, emailNotFoundBody},
 		{"scoped", "GET", "/api/v1/emails/{out}/codes?pattern=%28", 400, `{"error":"'pattern' must be a valid regular expression."}`},
+		{"metrics", "GET", "/api/v1/emails/{out}/codes", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/events": {
 		// HEAD: the headers are the answer; a GET that is let in streams on.
@@ -132,11 +145,13 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "HEAD", "/api/v1/events?to=ci-7", 200, ""},
 		{"scoped", "GET", "/api/v1/events?to=bob", 403, inboxForbiddenBody},
 		{"scoped", "GET", "/api/v1/events", 400, `{"error":"'to' is required."}`},
+		{"metrics", "GET", "/api/v1/events?to=bob", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/openapi.json": {
 		{"full", "GET", "/api/v1/openapi.json", 200, ""},
 		{"scoped", "GET", "/api/v1/openapi.json", 200, ""},
 		{"readonly", "GET", "/api/v1/openapi.json", 200, ""},
+		{"metrics", "GET", "/api/v1/openapi.json", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/info": { // any key, which it describes
 		{"full", "GET", "/api/v1/info", 200, scopeInfoBody("full", `["*"]`, false)},
@@ -145,9 +160,11 @@ var scopeTable = map[string][]scopeCase{
 		{"readonly", "GET", "/api/v1/info", 200, scopeInfoBody("readonly", `["*"]`, true)},
 		{"scoped-ro", "GET", "/api/v1/info", 200, scopeInfoBody("scoped-ro", `["ci-*"]`, true)},
 		{"scoped-ro", "HEAD", "/api/v1/info", 200, ""},
+		{"metrics", "GET", "/api/v1/info", 403, metricsOnlyBody}, // spec §14: any key but a metrics key
 	},
 	"GET /healthz": { // no key needed, and a key changes nothing
 		{"scoped-ro", "GET", "/healthz", 200, `{"status":"ok"}`},
+		{"metrics", "GET", "/healthz", 200, `{"status":"ok"}`},
 	},
 	"GET /metrics": {
 		{"full", "GET", "/metrics", 200, ""},
@@ -155,6 +172,7 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/metrics", 403, metricsForbiddenBody},
 		{"readonly", "GET", "/metrics", 403, metricsForbiddenBody},
 		{"scoped-ro", "GET", "/metrics", 403, metricsForbiddenBody},
+		{"metrics", "GET", "/metrics", 200, ""},
 	},
 }
 
@@ -274,8 +292,8 @@ func TestScopeTableCoversEveryRoute(t *testing.T) {
 			}
 			kinds[tc.key] = true
 		}
-		if route != "GET /healthz" && !(kinds["full"] && kinds["scoped"] && kinds["readonly"]) {
-			t.Errorf("%s: the table does not try a full, a scoped and a read-only key: %v", route, kinds)
+		if route != "GET /healthz" && !(kinds["full"] && kinds["scoped"] && kinds["readonly"] && kinds["metrics"]) {
+			t.Errorf("%s: the table does not try a full, a scoped, a read-only and a metrics key: %v", route, kinds)
 		}
 	}
 }
@@ -301,6 +319,12 @@ func TestScopedStoreWithoutScope(t *testing.T) {
 	}
 	if _, err := s.db.Clear(ctx, "bob"); !errors.Is(err, errNoScope) {
 		t.Errorf("Clear without a scope: %v, want errNoScope", err)
+	}
+	if _, err := s.db.RecentInboxes(ctx, storage.InboxQuery{}); !errors.Is(err, errNoScope) {
+		t.Errorf("RecentInboxes without a scope: %v, want errNoScope", err)
+	}
+	if ins, err := s.db.RecentInboxes(withScope(ctx, storage.Scope{Metrics: true}), storage.InboxQuery{}); err != nil || len(ins) != 0 {
+		t.Errorf("RecentInboxes with a metrics scope = %+v, %v; want none", ins, err)
 	}
 	if _, err := a.db.Email(ctx, e.ID); err != nil {
 		t.Errorf("the email is gone after the refused calls: %v", err)

@@ -181,7 +181,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
 	mux.HandleFunc("/healthz", methodNotAllowed("GET, HEAD"))
 	if s.opts.Metrics != nil {
-		mux.Handle("GET /metrics", s.requireKey(metricsScope(s.metricsHandler())))
+		mux.Handle("GET /metrics", s.requireMetricsKey(metricsScope(s.metricsHandler())))
 		mux.HandleFunc("/metrics", methodNotAllowed("GET, HEAD"))
 	}
 	if s.opts.UI {
@@ -226,10 +226,23 @@ func cleanPath(p string) string {
 }
 
 // requireKey answers 401 unless the request carries the API key of a key
-// that exists now: a revoked key is refused at once (spec §1, §4). The
+// that exists now: a revoked key is refused at once (spec §1, §4); and
+// 403 to a key for metrics alone (spec §14), before any other check, for
+// it is no key of the API: so a route added later refuses it too. The
 // request goes on with the key's scope in its context, which Server.db
 // applies (scope.go).
 func (s *Server) requireKey(next http.Handler) http.Handler {
+	return s.authenticate(next, false)
+}
+
+// requireMetricsKey is requireKey for /metrics, which a key for metrics
+// alone may read too; metricsScope decides what other keys may.
+func (s *Server) requireMetricsKey(next http.Handler) http.Handler {
+	return s.authenticate(next, true)
+}
+
+// authenticate is requireKey, and with metricsKeys requireMetricsKey.
+func (s *Server) authenticate(next http.Handler, metricsKeys bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := bearerToken(r.Header)
 		if !ok {
@@ -243,6 +256,10 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 				return
 			}
 			s.fail(w, r, err)
+			return
+		}
+		if k.Scope.Metrics && !metricsKeys {
+			writeError(w, http.StatusForbidden, string(errMetricsOnly))
 			return
 		}
 		scoped := r.WithContext(withScope(withKey(r.Context(), k), k.Scope))

@@ -99,6 +99,7 @@ func (s *Server) ui() http.Handler {
 		"sender":  sender,
 		"subject": subjectOf,
 		"inbox":   func(local string) string { return "/inbox/" + url.PathEscape(local) },
+		"plural":  plural,
 	}
 	u.pages = make(map[string]*template.Template)
 	for _, name := range []string{"login", "home", "inbox", "email", "source", "clear", "error"} {
@@ -250,14 +251,59 @@ func (u *webUI) handleStatic(w http.ResponseWriter, r *http.Request) {
 	writeBytes(w, f.contentType, f.data)
 }
 
+// recentSize is how many inboxes the home page lists at most.
+const recentSize = 50
+
 type homePage struct {
 	Domains []string
 	To      string // what was typed
 	Message string // why it was refused
+	// The recent inboxes: those of the session's scope, the one with the
+	// newest email first, their names starting with Prefix; More when
+	// there are others beyond them.
+	Inboxes       []storage.Inbox
+	More          bool
+	Prefix        string
+	PrefixMessage string   // why Prefix was refused
+	Patterns      []string // a scoped session's patterns, which the list keeps to
 }
 
 func (u *webUI) handleHome(w http.ResponseWriter, r *http.Request) {
-	u.render(w, r, http.StatusOK, "home", homePage{Domains: u.domains()})
+	p, err := u.homePage(r, strings.TrimSpace(r.URL.Query().Get("prefix")))
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if p.PrefixMessage != "" {
+		status = http.StatusBadRequest
+	}
+	u.render(w, r, status, "home", p)
+}
+
+// homePage returns the home page with the recent inboxes whose names start
+// with prefix (any case): one store call, whatever the number of inboxes.
+func (u *webUI) homePage(r *http.Request, prefix string) (homePage, error) {
+	p := homePage{Domains: u.domains(), Prefix: prefix}
+	if sc, _ := scopeOf(r.Context()); !sc.Everywhere() {
+		p.Patterns = sc.Inboxes
+	}
+	if prefix != "" {
+		// A prefix is the start of a local part, with its rules.
+		if err := checkLocalPart(prefix); err != nil {
+			p.PrefixMessage = err.Error()
+			return p, nil
+		}
+	}
+	ins, err := u.s.db.RecentInboxes(r.Context(), storage.InboxQuery{Prefix: prefix, Limit: recentSize + 1})
+	if err != nil {
+		return homePage{}, err
+	}
+	if len(ins) > recentSize {
+		ins, p.More = ins[:recentSize], true
+	}
+	p.Inboxes = ins
+	return p, nil
 }
 
 // handleGoInbox takes the home page's form to the inbox it names.
@@ -265,7 +311,13 @@ func (u *webUI) handleGoInbox(w http.ResponseWriter, r *http.Request) {
 	typed := strings.TrimSpace(r.URL.Query().Get("to"))
 	local := typed
 	if err := checkLocalPart(local); err != nil {
-		u.render(w, r, http.StatusBadRequest, "home", homePage{Domains: u.domains(), To: typed, Message: err.Error()})
+		p, perr := u.homePage(r, "")
+		if perr != nil {
+			u.fail(w, r, perr)
+			return
+		}
+		p.To, p.Message = typed, err.Error()
+		u.render(w, r, http.StatusBadRequest, "home", p)
 		return
 	}
 	http.Redirect(w, r, "/inbox/"+url.PathEscape(local), http.StatusSeeOther)
@@ -310,6 +362,8 @@ func (u *webUI) handleInbox(w http.ResponseWriter, r *http.Request) {
 		q.Subject = p.Q
 	case "body":
 		q.Body = p.Q
+	case "from":
+		q.From = p.Q // spec §14: the sender's address or name
 	default:
 		p.In = "search"
 		q.Terms = splitTerms(p.Q)

@@ -349,6 +349,11 @@ func (u *webUI) handleLogin(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	if k.Scope.Metrics { // spec §14: a key for /metrics alone opens no session
+		r := withVisitor(r, visitor{csrf: c.Value})
+		u.render(w, r, http.StatusForbidden, "login", loginPage{Next: next, Message: string(errMetricsOnly)})
+		return
+	}
 	// A new token at every login: a token planted before it is worth nothing.
 	if old, err := r.Cookie(sessionCookie); err == nil {
 		if err := u.sessions.end(r.Context(), old.Value); err != nil {

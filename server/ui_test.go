@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -183,6 +184,25 @@ func TestUILogin(t *testing.T) {
 	if n := u.sessionCount(); n != 1 {
 		t.Errorf("%d sessions after one login, want 1", n)
 	}
+}
+
+// TestUILoginMetricsKey: a key for metrics alone (spec §14) opens no
+// session: the login page answers 403 with the API's message.
+func TestUILoginMetricsKey(t *testing.T) {
+	u := newUI(t, Options{})
+	_, secret, err := u.db.CreateKey(context.Background(), "prom", storage.Scope{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := u.post("/login", url.Values{"csrf": {u.csrf("/login")}, "key": {secret}, "next": {"/"}})
+	wantPage(t, "POST /login with a metrics key", res, http.StatusForbidden, "This API key may only read metrics.")
+	if c := res.header.Get("Set-Cookie"); strings.Contains(c, sessionCookie) {
+		t.Errorf("a metrics key got a session cookie: %s", c)
+	}
+	if n := u.sessionCount(); n != 0 {
+		t.Errorf("%d sessions after a metrics key's login, want 0", n)
+	}
+	wantRedirect(t, "GET / after a metrics key's login", u.get("/"), "/login?next=%2F")
 }
 
 func TestUILoginSecureCookie(t *testing.T) {
@@ -372,6 +392,9 @@ func TestUIInbox(t *testing.T) {
 		"in=nonsense&q=eve":    {evil.ID},
 		"q=":                   {first.ID, evil.ID},
 		"in=subject&q=nothing": {},
+		"in=from&q=SHOP":       {first.ID}, // the sender's name and address (spec §14)
+		"in=from&q=eve@":       {evil.ID},
+		"in=from&q=welcome":    {}, // the subject is no sender
 	} {
 		res := u.get("/inbox/alice?" + q)
 		wantPage(t, "GET /inbox/alice?"+q, res, http.StatusOK)
@@ -383,6 +406,7 @@ func TestUIInbox(t *testing.T) {
 		}
 	}
 	wantPage(t, "a filter that matches nothing", u.get("/inbox/alice?in=subject&q=nothing"), http.StatusOK, "No email matches this filter.")
+	wantPage(t, "a filter by sender", u.get("/inbox/alice?in=from&q=shop"), http.StatusOK, `<option value="from" selected>sender</option>`)
 	wantPage(t, "an empty inbox", u.get("/inbox/nobody"), http.StatusOK, "No emails yet.")
 }
 
@@ -757,5 +781,70 @@ func TestCheckLocalPart(t *testing.T) {
 		case want != "" && (err == nil || !strings.HasPrefix(err.Error(), want)):
 			t.Errorf("checkLocalPart(%q) = %v; want an error %q", in, err, want)
 		}
+	}
+}
+
+// TestUIRecentInboxes: the home page lists the inboxes with the newest
+// mail first, with counts and links, 50 at most with a word on the rest;
+// a prefix narrows the list (any case), and one that is no start of a
+// local part is refused with the API's message.
+func TestUIRecentInboxes(t *testing.T) {
+	u := newUI(t, Options{})
+	u.login()
+	wantPage(t, "GET / with no mail", u.get("/"), 200, "Recent inboxes", "No inbox holds mail yet.")
+	u.deliver("alice@example.com", storage.Message{Subject: ptr("1")})
+	u.deliver("pytest-3f9a@example.com", storage.Message{Subject: ptr("2")})
+	u.deliver("Alice@example.com", storage.Message{Subject: ptr("3")})
+	u.deliver("bob@example.com", storage.Message{Subject: ptr("4")})
+	res := u.get("/")
+	wantPage(t, "GET /", res, 200, `href="/inbox/pytest-3f9a"`, "2 emails", "1 email<")
+	order := []string{`href="/inbox/bob"`, `href="/inbox/alice"`, `href="/inbox/pytest-3f9a"`}
+	for i := 1; i < len(order); i++ {
+		if a, b := strings.Index(res.body, order[i-1]), strings.Index(res.body, order[i]); a < 0 || b < 0 || a > b {
+			t.Errorf("GET / lists %s at %d and %s at %d; want the newest mail first", order[i-1], a, order[i], b)
+		}
+	}
+	if strings.Contains(res.body, "Type the start of a name") {
+		t.Error("GET / of 3 inboxes says there are more")
+	}
+	res = u.get("/?prefix=PyTest-")
+	wantPage(t, "GET /?prefix=PyTest-", res, 200, `href="/inbox/pytest-3f9a"`, `value="PyTest-"`, `href="/">Show all`)
+	if strings.Contains(res.body, `href="/inbox/alice"`) {
+		t.Error("GET /?prefix=PyTest- lists alice")
+	}
+	wantPage(t, "GET /?prefix=zz", u.get("/?prefix=zz"), 200, "No inbox whose name starts with")
+	wantPage(t, "GET /?prefix=a%20b", u.get("/?prefix=a%20b"), 400, "Invalid local part. Only alphanumeric characters")
+
+	for i := range recentSize + 2 {
+		u.deliver(fmt.Sprintf("ci-%03d@example.com", i), storage.Message{Subject: ptr("ci")})
+	}
+	res = u.get("/")
+	if n := strings.Count(res.body, `<li><a href="/inbox/`); n != recentSize {
+		t.Errorf("GET / of %d inboxes lists %d, want %d", recentSize+6, n, recentSize)
+	}
+	wantPage(t, "GET / of many inboxes", res, 200, `href="/inbox/ci-051"`, "Type the start of a name to find others.")
+	if strings.Contains(res.body, `href="/inbox/bob"`) {
+		t.Error("GET / of many inboxes lists bob, whose mail is older than 50 others'")
+	}
+	wantPage(t, "GET /?prefix=bob among many", u.get("/?prefix=bob"), 200, `href="/inbox/bob"`)
+}
+
+// TestUIRecentInboxesScoped: a scoped session's home page lists its own
+// inboxes alone (spec §8), and says which it reaches.
+func TestUIRecentInboxesScoped(t *testing.T) {
+	u := scopeUI(t, storage.Scope{Inboxes: []string{"ci-*", "alice"}, ReadOnly: true})
+	for _, to := range []string{"ci-7", "bob", "alice", "alice-x", "ci-8"} {
+		u.deliver(to+"@example.com", storage.Message{Subject: ptr(to)})
+	}
+	res := u.get("/")
+	wantPage(t, "GET / of a scoped session", res, 200, `href="/inbox/ci-8"`, `href="/inbox/alice"`, `href="/inbox/ci-7"`,
+		"This key reaches only the inboxes <code>ci-*</code>, <code>alice</code>.")
+	for _, out := range []string{`href="/inbox/bob"`, `href="/inbox/alice-x"`} {
+		if strings.Contains(res.body, out) {
+			t.Errorf("GET / of a scoped session lists %s", out)
+		}
+	}
+	if res := u.get("/?prefix=b"); strings.Contains(res.body, `href="/inbox/bob"`) {
+		t.Error("GET /?prefix=b of a scoped session lists bob")
 	}
 }

@@ -66,6 +66,29 @@ func TestWaitWokenByDelivery(t *testing.T) {
 	}
 }
 
+// TestWaitWithFrom: a wait with from (spec §14) is answered by the first
+// delivery from that sender, not by another sender's.
+func TestWaitWithFrom(t *testing.T) {
+	a := newAPI(t)
+	srv, _ := waitServer(t, a)
+	got := make(chan response, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/emails?to=late&from=Shop&wait=30", nil)
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		got <- send(t, srv.Client(), req)
+	}()
+	a.deliver("late@example.com", storage.Message{From: "bank@example.com", Subject: ptr("not this one")})
+	e := a.deliver("late@example.com", storage.Message{From: "noreply@example.com", FromName: "The Shop", Subject: ptr("this one")})
+	select {
+	case res := <-got:
+		if res.status != 200 || !strings.Contains(res.body, e.ID) || strings.Contains(res.body, "not this one") {
+			t.Errorf("wait with from answered %d %s, want the shop's email only", res.status, res.body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("wait=30&from=Shop did not answer within 20s of a matching delivery")
+	}
+}
+
 func TestWaitTimesOut(t *testing.T) {
 	a := newAPI(t)
 	start := time.Now()

@@ -100,3 +100,26 @@ func TestCleanScopeMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestInboxQueryMatches: a query keeps the inboxes under its prefix, in
+// any case, that one of its patterns reaches, or any without patterns.
+func TestInboxQueryMatches(t *testing.T) {
+	for _, tc := range []struct {
+		q    InboxQuery
+		name string
+		want bool
+	}{
+		{InboxQuery{}, "alice", true},
+		{InboxQuery{Prefix: "PyTest-"}, "pytest-3f9a", true},
+		{InboxQuery{Prefix: "pytest-"}, "alice", false},
+		{InboxQuery{Patterns: []string{"ci-*", "alice"}}, "alice", true},
+		{InboxQuery{Patterns: []string{"ci-*", "alice"}}, "alice-x", false},
+		{InboxQuery{Patterns: []string{"ci-*", "alice"}}, "ci-7", true},
+		{InboxQuery{Patterns: []string{"ci-*"}, Prefix: "ci-8"}, "ci-7", false},
+		{InboxQuery{Patterns: []string{"*"}, Prefix: "b"}, "bob", true},
+	} {
+		if got := tc.q.Matches(tc.name); got != tc.want {
+			t.Errorf("%+v.Matches(%q) = %v, want %v", tc.q, tc.name, got, tc.want)
+		}
+	}
+}

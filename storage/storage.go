@@ -13,6 +13,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -154,6 +155,27 @@ type Inbox struct {
 	Name   string    // the local part, lower-cased (InboxName)
 	Emails int       // how many emails it holds
 	Newest time.Time // when its newest email was received
+}
+
+// InboxQuery selects inboxes for Engine.RecentInboxes. Its filters
+// combine: an inbox is listed when it passes each one that is set.
+type InboxQuery struct {
+	// Prefix keeps the inboxes whose names start with it, in any case
+	// (names are lower case: InboxName); "" keeps every inbox.
+	Prefix string
+	// Patterns keeps the inboxes that one of them reaches, as the
+	// patterns of a key's scope do (Scope.Reaches), each in the form
+	// ParseInboxPattern gives; none keeps every inbox. The web UI lists
+	// a scoped key's own inboxes with them.
+	Patterns []string
+	// Limit is how many inboxes at most; 0 means no limit.
+	Limit int
+}
+
+// Matches reports whether q keeps the inbox name, a name as InboxName
+// gives it: the rule each engine decides by.
+func (q InboxQuery) Matches(name string) bool {
+	return strings.HasPrefix(name, InboxName(q.Prefix)) && Scope{Inboxes: q.Patterns}.Reaches(name)
 }
 
 // Attachment describes one file of a message.

@@ -198,6 +198,11 @@ type InternalError = Error
 // Examples: {"error":"Email not found"}
 type MetricsForbidden = Error
 
+// MetricsOnly Every error response.
+//
+// Examples: {"error":"Email not found"}
+type MetricsOnly = Error
+
 // NotAllowedDelete Every error response.
 //
 // Examples: {"error":"Email not found"}
@@ -253,6 +258,9 @@ type ListEmailsParams struct {
 
 	// Header `Name:value`: only emails whose message has the header field `Name` (case-insensitive) with `value` in it (case-insensitive substring; spaces around name and value are trimmed). An empty value matches any message that has the field. The name is printable ASCII without the colon and white space. Anything else is 400 "'header' must be Name:value, like X-Test-Run:42."
 	Header *string `form:"header,omitempty" json:"header,omitempty"`
+
+	// From Only emails whose sender's address (`fromAddress`) or name (`fromName`) contains it, case-insensitively (Unicode case folding). It combines with every other parameter, `subject`, `search`, `body` and `wait` included, and any text is valid.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
 
 	// Wait Long poll: when nothing matches, hold the request up to this many seconds until a matching email arrives. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60."
 	Wait *int32 `form:"wait,omitempty" json:"wait,omitempty"`
@@ -358,7 +366,7 @@ type ClientInterface interface {
 
 	// ListEmails List the emails of an inbox
 	//
-	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 	//
 	// With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 	//
@@ -446,7 +454,7 @@ type ClientInterface interface {
 
 	// GetInfo This server and this key
 	//
-	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 	//
 	// Corresponds with GET /api/v1/info (the `GetInfo` operationId).
 	GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -465,7 +473,7 @@ type ClientInterface interface {
 
 	// Metrics Prometheus metrics
 	//
-	// The service's metrics in the Prometheus text exposition format 0.0.4.
+	// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 	//
 	// Corresponds with GET /metrics (the `Metrics` operationId).
 	Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -473,7 +481,7 @@ type ClientInterface interface {
 
 // ListEmails List the emails of an inbox
 //
-// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 //
 // With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 //
@@ -671,7 +679,7 @@ func (c *Client) ClearInbox(ctx context.Context, params *ClearInboxParams, reqEd
 
 // GetInfo This server and this key
 //
-// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 //
 // Corresponds with GET /api/v1/info (the `GetInfo` operationId).
 func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -720,7 +728,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Metrics Prometheus metrics
 //
-// The service's metrics in the Prometheus text exposition format 0.0.4.
+// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 //
 // Corresponds with GET /metrics (the `Metrics` operationId).
 func (c *Client) Metrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -846,6 +854,18 @@ func NewListEmailsRequest(server string, params *ListEmailsParams) (*http.Reques
 		if params.Header != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "header", *params.Header, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1456,7 +1476,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListEmailsWithResponse List the emails of an inbox
 	//
-	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+	// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 	//
 	// With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 	//
@@ -1566,7 +1586,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetInfoWithResponse This server and this key
 	//
-	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+	// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1591,7 +1611,7 @@ type ClientWithResponsesInterface interface {
 
 	// MetricsWithResponse Prometheus metrics
 	//
-	// The service's metrics in the Prometheus text exposition format 0.0.4.
+	// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1803,6 +1823,8 @@ type GetEmailResponse struct {
 	JSON200 *Email
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1825,6 +1847,11 @@ func (r GetEmailResponse) GetJSON200() *Email {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetEmailResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEmailResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1899,6 +1926,8 @@ type ListAttachmentsResponse struct {
 	JSON200 *[]Attachment
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -1923,6 +1952,11 @@ func (r ListAttachmentsResponse) GetJSON200() *[]Attachment {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListAttachmentsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListAttachmentsResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -1994,6 +2028,8 @@ type GetAttachmentResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *Error
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2013,6 +2049,11 @@ type GetAttachmentResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetAttachmentResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetAttachmentResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2083,6 +2124,8 @@ type ListEmailCodesResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2110,6 +2153,11 @@ func (r ListEmailCodesResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListEmailCodesResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEmailCodesResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2178,6 +2226,8 @@ type ListEmailLinksResponse struct {
 	JSON200 *[]string
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2200,6 +2250,11 @@ func (r ListEmailLinksResponse) GetJSON200() *[]string {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListEmailLinksResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEmailLinksResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2266,6 +2321,8 @@ type GetRawEmailResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2283,6 +2340,11 @@ type GetRawEmailResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetRawEmailResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRawEmailResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2349,6 +2411,8 @@ type GetEmailTextResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2366,6 +2430,11 @@ type GetEmailTextResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetEmailTextResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEmailTextResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -2614,6 +2683,8 @@ type GetInfoResponse struct {
 	JSON200 *Info
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2634,6 +2705,11 @@ func (r GetInfoResponse) GetJSON200() *Info {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetInfoResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInfoResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2701,6 +2777,8 @@ type GetOpenAPIResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON405 the response for an HTTP 405 `application/json` response
 	JSON405 *NotAllowedGet
 	// JSON414 the response for an HTTP 414 `application/json` response
@@ -2725,6 +2803,11 @@ func (r GetOpenAPIResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetOpenAPIResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetOpenAPIResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON405 returns the response for an HTTP 405 `application/json` response
@@ -2932,7 +3015,7 @@ func (r MetricsResponse) ContentType() string {
 
 // ListEmailsWithResponse List the emails of an inbox
 //
-// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+// Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
 //
 // With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
 //
@@ -3108,7 +3191,7 @@ func (c *ClientWithResponses) ClearInboxWithResponse(ctx context.Context, params
 
 // GetInfoWithResponse This server and this key
 //
-// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+// What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3151,7 +3234,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // MetricsWithResponse Prometheus metrics
 //
-// The service's metrics in the Prometheus text exposition format 0.0.4.
+// The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3370,6 +3453,13 @@ func ParseGetEmailResponse(rsp *http.Response) (*GetEmailResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3453,6 +3543,13 @@ func ParseListAttachmentsResponse(rsp *http.Response) (*ListAttachmentsResponse,
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
@@ -3547,6 +3644,13 @@ func ParseGetAttachmentResponse(rsp *http.Response) (*GetAttachmentResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Error
@@ -3649,6 +3753,13 @@ func ParseListEmailCodesResponse(rsp *http.Response) (*ListEmailCodesResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3733,6 +3844,13 @@ func ParseListEmailLinksResponse(rsp *http.Response) (*ListEmailLinksResponse, e
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3810,6 +3928,13 @@ func ParseGetRawEmailResponse(rsp *http.Response) (*GetRawEmailResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3886,6 +4011,13 @@ func ParseGetEmailTextResponse(rsp *http.Response) (*GetEmailTextResponse, error
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound
@@ -4142,6 +4274,13 @@ func ParseGetInfoResponse(rsp *http.Response) (*GetInfoResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4222,6 +4361,13 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest NotAllowedGet

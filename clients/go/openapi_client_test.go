@@ -270,11 +270,12 @@ func TestOpenAPIClient(t *testing.T) {
 			t.Errorf("ListEmails(before=%v) = %v, want %v", before, got, want)
 		}
 		limit, wait := int32(1), int32(1)
-		subject, body, search, header := "FILES", "attached", `"see attached"`, "X-Test-Run:42"
+		subject, body, search, header, from := "FILES", "attached", `"see attached"`, "X-Test-Run:42", "A@EXAMPLE"
 		for _, p := range []apiclient.ListEmailsParams{
 			{To: "alice", Subject: &subject, Limit: &limit},
 			{To: "alice", Body: &body, Header: &header},
 			{To: "alice", Search: &search, Wait: &wait},
+			{To: "alice", From: &from},
 		} {
 			res, err := c.ListEmailsWithResponse(ctx, &p)
 			if err != nil || res.JSON200 == nil || len(*res.JSON200) != 1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 
 	"burner/storage"
@@ -95,8 +96,9 @@ func checkSignature(contents *bolt.Bucket, k, v []byte, r *storage.CheckReport) 
 // raw (codec.go documents the layout).
 func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 	ids, contents, raw := tx.Bucket(bucketIDs), tx.Bucket(bucketContents), tx.Bucket(bucketRaw)
-	counts := make(map[string]int)   // inbox -> emails counted
-	refs := make(map[[8]byte]uint64) // content key -> emails that point to it
+	counts := make(map[string]int)    // inbox -> emails counted
+	newest := make(map[string][]byte) // inbox -> the key of its newest email
+	refs := make(map[[8]byte]uint64)  // content key -> emails that point to it
 	tx.Bucket(bucketEmails).ForEach(func(k, v []byte) error {
 		r.Emails++
 		if len(k) < 18 || k[len(k)-17] != 0 {
@@ -108,6 +110,7 @@ func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("email key %x names no valid inbox", k)
 		}
 		counts[string(inbox)]++
+		newest[string(inbox)] = k // keys sort by time within an inbox
 		e, ckey, err := decodeEmail(k, v)
 		if err != nil {
 			r.Problemf("email %x: %v", k, err)
@@ -132,8 +135,11 @@ func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 	}
 	tx.Bucket(bucketInboxes).ForEach(func(inbox, v []byte) error {
 		r.Inboxes++
-		if got, want := inboxCount(tx, inbox), counts[string(inbox)]; got != want || len(v) != 8 {
+		got, at, ok := decodeInbox(v)
+		if want := counts[string(inbox)]; got != want || !ok {
 			r.Problemf("inbox %q counts %d emails (%x) but holds %d", inbox, got, v, want)
+		} else if k := newest[string(inbox)]; k != nil && binary.BigEndian.Uint64(k[len(k)-16:]) != at {
+			r.Problemf("inbox %q says its newest email came at %d ms, but it came at %d ms", inbox, at, binary.BigEndian.Uint64(k[len(k)-16:]))
 		}
 		delete(counts, string(inbox))
 		return nil

@@ -52,7 +52,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		want   string
 	}{
 		{"inbox count", func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketInboxes).Put([]byte("alice"), be64(7))
+			return tx.Bucket(bucketInboxes).Put([]byte("alice"), encodeInbox(7, 1))
 		}, `inbox "alice" counts 7 emails`},
 		{"missing count", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketInboxes).Delete([]byte("bob"))

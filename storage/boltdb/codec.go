@@ -19,7 +19,7 @@ import (
 //
 //	emails:   lower(localpart) 0x00 be64(receivedAt unix ms) be64(seq) -> email record
 //	ids:      uuid (16 bytes)                                         -> emails key
-//	inboxes:  lower(localpart)                                        -> be64(number of emails)
+//	inboxes:  lower(localpart)                                        -> be64(number of emails) be64(newest receivedAt unix ms)
 //	contents: be64(content seq)                                       -> content record
 //	raw:      be64(content seq)                                       -> the cold section (below)
 //
@@ -28,7 +28,10 @@ import (
 // then by seq, the emails bucket's sequence at commit: listing newest first is
 // a seek past the prefix and a walk backwards that reads only what it returns.
 // The inboxes bucket counts each inbox's emails, so that the per-inbox cap
-// costs no scan and the sweeper visits each inbox once.
+// costs no scan and the sweeper visits each inbox once, and holds the
+// time of its newest email, so that the recent inboxes (RecentInboxes)
+// cost a walk of that bucket, not a seek per inbox (schema 9; before, the
+// count alone).
 //
 // The body, search text, headers and raw source are stored once per message
 // and shared by its recipients' emails (a content record counts its
@@ -124,6 +127,30 @@ func keyTime(key []byte) time.Time {
 }
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// inboxLen is the length of an inboxes value: the count, then the newest.
+const inboxLen = 16
+
+// encodeInbox returns the inboxes value of an inbox of n emails, the
+// newest received at newest (Unix ms).
+func encodeInbox(n int, newest uint64) []byte {
+	return binary.BigEndian.AppendUint64(be64(uint64(n)), newest)
+}
+
+// decodeInbox returns the count and newest time (Unix ms) of an inboxes
+// value, and false when v is not one: then the count is what its first 8
+// bytes say, if it has them (a count alone, as schema 8 wrote it), and the
+// newest time 0.
+func decodeInbox(v []byte) (n int, newest uint64, ok bool) {
+	if len(v) < 8 {
+		return 0, 0, false
+	}
+	n = int(binary.BigEndian.Uint64(v))
+	if len(v) != inboxLen {
+		return n, 0, false
+	}
+	return n, binary.BigEndian.Uint64(v[8:]), true
+}
 
 func encodeEmail(e *storage.Email, id uuid.UUID, ckey, sig []byte) []byte {
 	var flags byte

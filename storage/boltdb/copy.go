@@ -350,7 +350,7 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 			if err := ids.Put(e.id[:], key); err != nil {
 				return err
 			}
-			if err := addCount(tx, e.inbox, 1); err != nil {
+			if err := addCount(tx, key, 1); err != nil {
 				return err
 			}
 		}

@@ -129,7 +129,7 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 		if err := tx.Bucket(bucketIDs).Put(d.ids[i][:], key); err != nil {
 			return err
 		}
-		if err := addCount(tx, d.inboxes[i], 1); err != nil {
+		if err := addCount(tx, key, 1); err != nil {
 			return err
 		}
 	}

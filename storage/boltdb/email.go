@@ -177,7 +177,7 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 	if err := tx.Bucket(bucketIDs).Delete(recordID(rec)); err != nil {
 		return err
 	}
-	if err := addCount(tx, keyInbox(key), -1); err != nil {
+	if err := addCount(tx, key, -1); err != nil {
 		return err
 	}
 	ckey := recordContentKey(rec)
@@ -202,21 +202,33 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 
 // inboxCount returns the number of emails in inbox.
 func inboxCount(tx *bolt.Tx, inbox []byte) int {
-	v := tx.Bucket(bucketInboxes).Get(inbox)
-	if len(v) != 8 {
-		return 0
-	}
-	return int(binary.BigEndian.Uint64(v))
+	n, _, _ := decodeInbox(tx.Bucket(bucketInboxes).Get(inbox))
+	return n
 }
 
-// addCount adds delta to the count of inbox, forgetting an inbox at zero.
-func addCount(tx *bolt.Tx, inbox []byte, delta int) error {
-	n := inboxCount(tx, inbox) + delta
+// addCount counts the email at key, an emails key, into its inbox (delta
+// 1, once it is put) or out of it (delta -1, once it is deleted), and
+// keeps the time of the inbox's newest email beside the count (codec.go),
+// forgetting an inbox at zero. Only when the newest email goes does it
+// read the emails bucket, for the one before it.
+func addCount(tx *bolt.Tx, key []byte, delta int) error {
+	inbox := keyInbox(key)
 	b := tx.Bucket(bucketInboxes)
-	if n <= 0 {
+	n, newest, _ := decodeInbox(b.Get(inbox))
+	if n += delta; n <= 0 {
 		return b.Delete(inbox)
 	}
-	return b.Put(bytes.Clone(inbox), be64(uint64(n)))
+	at := binary.BigEndian.Uint64(key[len(key)-16:])
+	switch {
+	case delta > 0 && at > newest:
+		newest = at
+	case delta < 0 && at >= newest:
+		prefix := append(inbox[:len(inbox):len(inbox)], 0)
+		if k := newestKey(tx.Bucket(bucketEmails).Cursor(), prefix); len(k) == len(prefix)+16 && bytes.HasPrefix(k, prefix) {
+			newest = binary.BigEndian.Uint64(k[len(k)-16:])
+		}
+	}
+	return b.Put(bytes.Clone(inbox), encodeInbox(n, newest))
 }
 
 // view runs fn in a read transaction with the key and record of email id.

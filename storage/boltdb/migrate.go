@@ -75,6 +75,58 @@ var migrations = [...]migration{
 	// that knows only version 7, which would call a metrics key's record
 	// corrupt, refuses the file instead.
 	{"metrics keys", func(*bolt.Tx) error { return nil }},
+	// 8 -> 9: an inbox's value holds the time of its newest email after
+	// its count (codec.go), so that the web UI's recent inboxes cost a
+	// walk of the inboxes bucket rather than a seek per inbox. The step
+	// writes it for every inbox. It also keeps a burner that knows only
+	// version 8, which would read the longer values as no count, out.
+	{"inbox newest", addInboxNewest},
+}
+
+// addInboxNewest writes, after the count of each inbox (be64 of version
+// 8), the time of its newest email: the be64 Unix ms of the last key of
+// the emails bucket under inbox 0x00, which version 8 lays out as name
+// 0x00 be64(ms) be64(seq).
+func addInboxNewest(tx *bolt.Tx) error {
+	inboxes, emails := tx.Bucket([]byte("inboxes")), tx.Bucket([]byte("emails"))
+	if inboxes == nil || emails == nil {
+		return nil
+	}
+	// Collect first: a bucket is not written while it is walked.
+	type entry struct{ name, value []byte }
+	var all []entry
+	if err := inboxes.ForEach(func(k, v []byte) error {
+		// 16 bytes: a file that has the newest time already (written by
+		// a later burner, then marked older) gets it again.
+		if len(v) != 8 && len(v) != 16 {
+			return fmt.Errorf("inbox %q count %x: %w", k, v, storage.ErrCorrupt)
+		}
+		all = append(all, entry{bytes.Clone(k), bytes.Clone(v[:8])})
+		return nil
+	}); err != nil {
+		return err
+	}
+	c := emails.Cursor()
+	for _, e := range all {
+		prefix := append(e.name[:len(e.name):len(e.name)], 0)
+		end := append(e.name[:len(e.name):len(e.name)], 1)
+		k, _ := c.Seek(end)
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		var newest []byte
+		if len(k) == len(prefix)+16 && bytes.HasPrefix(k, prefix) {
+			newest = k[len(prefix) : len(prefix)+8]
+		} else {
+			newest = make([]byte, 8) // no email: check reports the count
+		}
+		if err := inboxes.Put(e.name, append(e.value, newest...)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mergeOutbox moves the events, eventsdue and eventmsgs buckets of schema

@@ -628,3 +628,86 @@ func TestVersionSixFileUpgrades(t *testing.T) {
 		t.Errorf("a burner of version 6 opening it: %v, want ErrSchemaNew", err)
 	}
 }
+
+// TestVersionEightFileUpgrades: a file of version 8, whose inboxes values
+// hold the count alone, gets each inbox's newest time beside it; the file
+// checks sound, RecentInboxes and Inboxes read it, and a burner of
+// version 8 refuses the file after.
+func TestVersionEightFileUpgrades(t *testing.T) {
+	ctx := context.Background()
+	path := makeFile(t) // alice: two emails, bob: one
+	var newest map[string]time.Time
+	func() {
+		db, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ins, err := db.Inboxes(ctx)
+		if err != nil || len(ins) != 2 {
+			t.Fatalf("Inboxes = %+v, %v", ins, err)
+		}
+		newest = map[string]time.Time{ins[0].Name: ins[0].Newest, ins[1].Name: ins[1].Newest}
+	}()
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketInboxes)
+		var names [][]byte
+		b.ForEach(func(k, _ []byte) error { names = append(names, bytes.Clone(k)); return nil })
+		for _, k := range names {
+			if err := b.Put(k, bytes.Clone(b.Get(k)[:8])); err != nil { // version 8: the count alone
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte{8})
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a version 8 file: %v", err)
+	}
+	defer db.Close()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	if r, err := db.Check(ctx); err != nil || !r.OK() {
+		t.Errorf("Check after the upgrade = %+v, %v; want a sound file", r, err)
+	}
+	got, err := db.RecentInboxes(ctx, storage.InboxQuery{Limit: 10})
+	want := []storage.Inbox{{Name: "alice", Emails: 2, Newest: newest["alice"]}, {Name: "bob", Emails: 1, Newest: newest["bob"]}}
+	if newest["bob"].After(newest["alice"]) {
+		want[0], want[1] = want[1], want[0]
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("RecentInboxes after the upgrade = %+v, %v; want %+v", got, err, want)
+	}
+	if err := migrate(db.bolt, migrations[:7], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
+		t.Errorf("a burner of version 8 opening it: %v, want ErrSchemaNew", err)
+	}
+}
+
+// TestCheckFindsStaleNewest: Check reports an inbox whose stored newest
+// time is not its newest email's.
+func TestCheckFindsStaleNewest(t *testing.T) {
+	db := openDB(t, Options{})
+	deliver(t, db, "one", "alice@x.org")
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketInboxes)
+		n, at, _ := decodeInbox(b.Get([]byte("alice")))
+		return b.Put([]byte("alice"), encodeInbox(n, at-1))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := db.Check(context.Background())
+	if err != nil || r.OK() || !strings.Contains(strings.Join(r.Problems, "\n"), `inbox "alice" says its newest email came at`) {
+		t.Errorf("Check of a stale newest = %+v, %v; want it reported", r, err)
+	}
+}

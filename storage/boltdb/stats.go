@@ -2,11 +2,16 @@ package boltdb
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/match"
+	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -41,8 +46,8 @@ func (db *DB) Stats(ctx context.Context) (storage.Stats, error) {
 	return st, nil
 }
 
-// Inboxes returns every inbox, by name. It reads the per-inbox counts and
-// the last key of each inbox, so it costs one step per inbox.
+// Inboxes returns every inbox, by name. It reads the inboxes bucket
+// alone, whose values hold each inbox's count and newest time.
 func (db *DB) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -50,12 +55,8 @@ func (db *DB) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 	var out []storage.Inbox
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		emails := tx.Bucket(bucketEmails).Cursor()
-		return tx.Bucket(bucketInboxes).ForEach(func(k, _ []byte) error {
-			in := storage.Inbox{Name: string(k), Emails: inboxCount(tx, k)}
-			// The last key before the end of the prefix is the newest.
-			prefix := append(k[:len(k):len(k)], 0)
-			in.Newest, _ = timeIn(newestKey(emails, prefix), prefix)
-			out = append(out, in)
+		return tx.Bucket(bucketInboxes).ForEach(func(k, v []byte) error {
+			out = append(out, inboxOf(emails, k, v))
 			return nil
 		})
 	})
@@ -63,6 +64,95 @@ func (db *DB) Inboxes(ctx context.Context) ([]storage.Inbox, error) {
 		return nil, fmt.Errorf("inboxes: %w", err)
 	}
 	return out, nil
+}
+
+// RecentInboxes returns the inboxes q keeps, the one with the newest
+// email first (then by name), at most q.Limit. It walks the names of the
+// inboxes bucket under the prefixes q can match (match.InboxPrefixes),
+// whose values hold each inbox's count and newest time: no email is read,
+// and an inbox older than the last of the q.Limit newest found so far
+// costs no allocation.
+func (db *DB) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storage.Inbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var top recentHeap
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		emails := tx.Bucket(bucketEmails).Cursor()
+		c := tx.Bucket(bucketInboxes).Cursor()
+		for _, prefix := range match.InboxPrefixes(q) {
+			for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+				if full := q.Limit > 0 && len(top) == q.Limit; full {
+					if _, newest, ok := decodeInbox(v); ok && top.beats(newest, k) {
+						continue
+					}
+				}
+				// Without patterns the walk's prefix is q's: only a
+				// scope's patterns need the rule asked.
+				if len(q.Patterns) > 0 && !q.Matches(string(k)) {
+					continue
+				}
+				heap.Push(&top, inboxOf(emails, k, v))
+				if q.Limit > 0 && len(top) > q.Limit {
+					heap.Pop(&top)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent inboxes: %w", err)
+	}
+	out := []storage.Inbox(top)
+	slices.SortFunc(out, func(a, b storage.Inbox) int {
+		if c := b.Newest.Compare(a.Newest); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+// recentHeap holds the recent inboxes found so far, the one that comes
+// last in RecentInboxes' order (the oldest newest email, then the last
+// name) on top: the first to go when a more recent one comes.
+type recentHeap []storage.Inbox
+
+func (h recentHeap) Len() int { return len(h) }
+func (h recentHeap) Less(i, j int) bool {
+	if !h[i].Newest.Equal(h[j].Newest) {
+		return h[i].Newest.Before(h[j].Newest)
+	}
+	return h[i].Name > h[j].Name
+}
+func (h recentHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *recentHeap) Push(x any)   { *h = append(*h, x.(storage.Inbox)) }
+func (h *recentHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// beats reports whether the top of h comes before an inbox called name
+// whose newest email came at newest (Unix ms): such an inbox would go at
+// once.
+func (h recentHeap) beats(newest uint64, name []byte) bool {
+	at := h[0].Newest.UnixMilli()
+	return int64(newest) < at || int64(newest) == at && string(name) > h[0].Name
+}
+
+// inboxOf returns the inbox name with the inboxes value v. A value without
+// the newest time (which no file of this schema holds) costs a seek in
+// emails for it.
+func inboxOf(emails *bolt.Cursor, name, v []byte) storage.Inbox {
+	n, newest, ok := decodeInbox(v)
+	in := storage.Inbox{Name: string(name), Emails: n, Newest: record.FromMilli(int64(newest))}
+	if !ok {
+		prefix := append(name[:len(name):len(name)], 0)
+		in.Newest, _ = timeIn(newestKey(emails, prefix), prefix)
+	}
+	return in
 }
 
 // newestKey returns the last key before the end of prefix: the key of the

@@ -88,6 +88,10 @@ type DB struct {
 	zenc *zstd.Encoder // raw sources; EncodeAll and DecodeAll are safe for concurrent use
 	zdec *zstd.Decoder
 
+	// recentWalk is how many emails RecentInboxes walks before it groups
+	// them all instead; defaultRecentWalk when 0. A test makes it short.
+	recentWalk int
+
 	sizeMu   sync.Mutex
 	size     int64     // pg_database_size at sizeTime, for MaxBytes
 	sizeTime time.Time // zero until measured

@@ -31,6 +31,7 @@ func testCanceledContext(t *testing.T, open Opener) {
 		"PutAttachments": func() error { return db.PutAttachments(ctx, e.ID, storage.Attachments{Rules: 1}) },
 		"Stats":          func() error { _, err := db.Stats(ctx); return err },
 		"Inboxes":        func() error { _, err := db.Inboxes(ctx); return err },
+		"RecentInboxes":  func() error { _, err := db.RecentInboxes(ctx, storage.InboxQuery{Limit: 1}); return err },
 		"Sweep":          func() error { _, err := db.Sweep(ctx); return err },
 		"CheckWritable":  func() error { return db.CheckWritable(ctx) },
 	} {

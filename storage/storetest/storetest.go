@@ -59,6 +59,7 @@ func Run(t *testing.T, open Opener) {
 		{"Attachments", testAttachments},
 		{"StatsAndInboxes", testStatsAndInboxes},
 		{"StatsOldestAcrossInboxes", testStatsOldestAcrossInboxes},
+		{"RecentInboxes", testRecentInboxes},
 		{"SweepMany", testSweepMany},
 		{"MaxBytes", testMaxBytes},
 		{"AttachmentsReplaced", testAttachmentsReplaced},

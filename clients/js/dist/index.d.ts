@@ -35,7 +35,7 @@ export type Inbox = string;
 export type Time = number | Date;
 /** `Name:value`, or the two apart: only mail whose header `Name` contains `value`. */
 export type HeaderFilter = string | [name: string, value: string];
-/** The filters of a list. At most one of `subject`, `search` and `body`. */
+/** The filters of a list. At most one of `subject`, `search` and `body`; `from` and `header` go with any. */
 export interface Filters {
     /** Case-insensitive substring of the subject. */
     subject?: string;
@@ -45,6 +45,8 @@ export interface Filters {
     body?: string;
     /** Only mail with this header field containing this value. */
     header?: HeaderFilter;
+    /** Case-insensitive substring of the sender's address or name; goes with every other filter. */
+    from?: string;
     /** Only mail received strictly after this time. */
     since?: Time;
 }

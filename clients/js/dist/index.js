@@ -85,6 +85,8 @@ function filterQuery(to, f) {
     if (f.header !== undefined) {
         q.header = typeof f.header === "string" ? f.header : `${f.header[0]}:${f.header[1]}`;
     }
+    if (f.from !== undefined)
+        q.from = f.from;
     if (f.since !== undefined)
         q.since = seconds(f.since);
     return q;
@@ -347,7 +349,7 @@ function encode(q) {
 }
 function describe(q) {
     const parts = [];
-    for (const k of ["subject", "search", "body", "header", "since"]) {
+    for (const k of ["subject", "search", "body", "header", "from", "since"]) {
         if (q[k] !== undefined)
             parts.push(`${k}=${JSON.stringify(q[k])}`);
     }

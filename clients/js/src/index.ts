@@ -51,7 +51,7 @@ export type Time = number | Date;
 /** `Name:value`, or the two apart: only mail whose header `Name` contains `value`. */
 export type HeaderFilter = string | [name: string, value: string];
 
-/** The filters of a list. At most one of `subject`, `search` and `body`. */
+/** The filters of a list. At most one of `subject`, `search` and `body`; `from` and `header` go with any. */
 export interface Filters {
   /** Case-insensitive substring of the subject. */
   subject?: string;
@@ -61,6 +61,8 @@ export interface Filters {
   body?: string;
   /** Only mail with this header field containing this value. */
   header?: HeaderFilter;
+  /** Case-insensitive substring of the sender's address or name; goes with every other filter. */
+  from?: string;
   /** Only mail received strictly after this time. */
   since?: Time;
 }
@@ -176,6 +178,7 @@ function filterQuery(to: Inbox, f: Filters): ListQuery {
   if (f.header !== undefined) {
     q.header = typeof f.header === "string" ? f.header : `${f.header[0]}:${f.header[1]}`;
   }
+  if (f.from !== undefined) q.from = f.from;
   if (f.since !== undefined) q.since = seconds(f.since);
   return q;
 }
@@ -451,7 +454,7 @@ function encode(q: QueryValues): string {
 
 function describe(q: ListQuery): string {
   const parts: string[] = [];
-  for (const k of ["subject", "search", "body", "header", "since"] as const) {
+  for (const k of ["subject", "search", "body", "header", "from", "since"] as const) {
     if (q[k] !== undefined) parts.push(`${k}=${JSON.stringify(q[k])}`);
   }
   return parts.length ? ` matching ${parts.join(", ")}` : "";

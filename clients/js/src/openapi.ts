@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List the emails of an inbox
-         * @description Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait`.
+         * @description Returns at most `limit` emails of the inbox `to` that pass the filters, newest first (receivedAt descending; emails received at the same time in reverse arrival order). Parameters are checked in this order, and the first problem found is reported: `to`, then `subject`/`search`/`body`, then `limit`, `since`, `header`, `wait` (`from` refuses nothing).
          *
          *     With `wait`, a request that finds nothing is held until a matching email arrives or `wait` seconds pass, then answered as usual (`[]` on timeout).
          */
@@ -264,7 +264,7 @@ export interface paths {
         };
         /**
          * This server and this key
-         * @description What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask.
+         * @description What a client needs to make addresses inside its key's scope (spec §14): the inbox domains, the domain MCP's `new_address` uses, the key's name, patterns and mode, the limits, and which optional parts are on. The client libraries' fixtures read it: a scoped key gets addresses inside its first pattern, a read-only key skips the clean-up. Any key may ask but a key for metrics alone (403).
          */
         get: operations["getInfo"];
         put?: never;
@@ -304,7 +304,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description The service's metrics in the Prometheus text exposition format 0.0.4.
+         * @description The service's metrics in the Prometheus text exposition format 0.0.4. Prometheus reads them best with a key for metrics alone (`burner keys create --name prom --metrics`), which may read nothing else.
          */
         get: operations["metrics"];
         put?: never;
@@ -446,7 +446,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. */
+        /** @description The API key is scoped to inboxes that do not include `to` (spec §8: `burner keys create --inbox`). Checked after the request's own validation. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         InboxForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -455,7 +455,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. */
+        /** @description The API key is read-only (`burner keys create --read-only`): it may not delete, whatever the id. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ReadOnly: {
             headers: {
                 [name: string]: unknown;
@@ -464,7 +464,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. */
+        /** @description The API key is read-only, or (checked second) scoped to inboxes that do not include `to`. A key for metrics alone (`burner keys create --metrics`) gets `This API key may only read metrics.` before any other check. */
         ClearForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -473,7 +473,16 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Only a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only may read the metrics. */
+        /** @description The API key is for metrics alone (`burner keys create --metrics`, spec §14): it may read `/metrics` and nothing else. Checked before any other check but the key's own. */
+        MetricsOnly: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Only a key for metrics alone (`burner keys create --metrics`), or a key that reaches every inbox (no `--inbox`, or `--inbox '*'`) and is not read-only, may read the metrics. */
         MetricsForbidden: {
             headers: {
                 [name: string]: unknown;
@@ -583,6 +592,8 @@ export interface operations {
                 before?: number;
                 /** @description `Name:value`: only emails whose message has the header field `Name` (case-insensitive) with `value` in it (case-insensitive substring; spaces around name and value are trimmed). An empty value matches any message that has the field. The name is printable ASCII without the colon and white space. Anything else is 400 "'header' must be Name:value, like X-Test-Run:42." */
                 header?: string;
+                /** @description Only emails whose sender's address (`fromAddress`) or name (`fromName`) contains it, case-insensitively (Unicode case folding). It combines with every other parameter, `subject`, `search`, `body` and `wait` included, and any text is valid. */
+                from?: string;
                 /** @description Long poll: when nothing matches, hold the request up to this many seconds until a matching email arrives. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60." */
                 wait?: number;
             };
@@ -639,6 +650,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedEmail"];
             414: components["responses"]["QueryTooLong"];
@@ -721,6 +733,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -753,6 +766,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -776,7 +790,7 @@ export interface operations {
             /** @description The file's bytes, transfer encoding decoded, with the file's own media type (its `contentType`, without parameters) as Content-Type. Always a download: `Content-Disposition: attachment`, and never rendered on burner's origin (`X-Content-Type-Options: nosniff`, `Content-Security-Policy: default-src 'none'`). */
             200: {
                 headers: {
-                    /** @description `attachment; filename=<the file's name>`. */
+                    /** @description `attachment; filename=<the file's name>` for a name of plain ASCII; else `attachment; filename="<the name in ASCII>"; filename*=UTF-8''<the name, percent-encoded>` (spec §14), for clients such as `curl -OJ` that read `filename=` alone: accents dropped (`Rechnung-Ä.pdf` is `Rechnung-A.pdf`), `ß` spelled `ss`, other characters, quotes, backslashes, slashes and control characters replaced by `_`; never empty. */
                     "Content-Disposition": string;
                     [name: string]: unknown;
                 };
@@ -785,6 +799,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             /** @description No email with that id, or no file with that index in it. */
             404: {
                 headers: {
@@ -821,6 +836,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -849,6 +865,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -889,6 +906,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
@@ -951,6 +969,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
@@ -975,6 +994,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];

@@ -173,6 +173,19 @@ describe("listing", () => {
     assert.deepEqual(await subjects({ limit: 2 }), ["Message 2", "Message 1"]);
   });
 
+  test("from: the sender's address or name, with any other filter and in a wait", async () => {
+    const address = newAddress("inbox.test", "from-");
+    const waiting = burner.waitForEmail({ to: address, from: "SHOP.test", timeout: 30 });
+    await srv.send({ to: address, subject: "Your code", text: "not from the shop" });
+    await srv.send({ to: address, from: "noreply@shop.test", subject: "Your code", text: "1234" });
+    assert.equal((await waiting).fromAddress, "noreply@shop.test");
+    const froms = async (o) => (await burner.listEmails({ to: address, ...o })).map((e) => e.fromAddress);
+    assert.deepEqual(await froms({ from: "noreply@" }), ["noreply@shop.test"]);
+    assert.deepEqual(await froms({ from: "sender@", subject: "code" }), ["sender@example.test"]);
+    assert.deepEqual(await froms({ from: "Sender" }), ["noreply@shop.test", "sender@example.test"]); // the name, "Sender <…>"
+    assert.deepEqual(await froms({ from: "nobody" }), []);
+  });
+
   test("since and before page through the inbox", async () => {
     const secs = (e) => Date.parse(e.receivedAt) / 1000;
     assert.deepEqual(

@@ -54,10 +54,11 @@ class Server:
         headers: Optional[Dict[str, str]] = None,
         attachment: Optional[bytes] = None,
         filename: str = "data.bin",
+        sender: str = "Sender <sender@example.test>",
     ) -> None:
-        """Sends one message to ``to`` over SMTP."""
+        """Sends one message to ``to`` over SMTP, from ``sender``."""
         msg = EmailMessage()
-        msg["From"] = "Sender <sender@example.test>"
+        msg["From"] = sender
         msg["To"] = to
         msg["Subject"] = subject
         for k, v in (headers or {}).items():

@@ -137,6 +137,25 @@ def test_list_filters(client, filled):
     assert subjects(limit=2) == ["Message 2", "Message 1"]
 
 
+def test_from_filter_with_other_filters_and_in_a_wait(client, server):
+    address = new_address("inbox.test", "from-")
+    got: List[Email] = []
+    waiter = threading.Thread(target=lambda: got.append(client.wait_for_email(address, from_="SHOP.test", timeout=30)))
+    waiter.start()
+    server.send(address, "Your code", "not from the shop")
+    server.send(address, "Your code", "1234", sender="The Shop <noreply@shop.test>")
+    waiter.join(40)
+    assert got and got[0].from_address == "noreply@shop.test"
+
+    def froms(**kw):
+        return [e.from_address for e in client.list_emails(address, **kw)]
+
+    assert froms(from_="the shop") == ["noreply@shop.test"]  # the name
+    assert froms(from_="sender", subject="code") == ["sender@example.test"]
+    assert froms(from_="test") == ["noreply@shop.test", "sender@example.test"]
+    assert froms(from_="nobody") == []
+
+
 def test_since_and_before_page_through_an_inbox(client, filled):
     to, sent = filled
     ids = lambda **kw: [e.id for e in client.list_emails(to, **kw)]  # noqa: E731

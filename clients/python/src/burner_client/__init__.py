@@ -296,6 +296,7 @@ class Burner:
         search: Optional[str] = None,
         body: Optional[str] = None,
         header: Optional[HeaderFilter] = None,
+        from_: Optional[str] = None,
         since: Optional[Time] = None,
         before: Optional[Time] = None,
         limit: Optional[int] = None,
@@ -303,11 +304,13 @@ class Burner:
         """The emails of an inbox that pass the filters, newest first.
 
         At most one of ``subject``, ``search`` and ``body``; ``header`` only
-        keeps mail whose header field ``Name`` contains ``value``; ``since``
-        and ``before`` bound ``received_at`` (exclusive); ``limit`` is 1 to
-        10 (10 when not given).
+        keeps mail whose header field ``Name`` contains ``value``; ``from_``
+        (the API's ``from``) only mail whose sender's address or name
+        contains it, in any case, and goes with every other filter;
+        ``since`` and ``before`` bound ``received_at`` (exclusive);
+        ``limit`` is 1 to 10 (10 when not given).
         """
-        q = _filters(to, subject, search, body, header, since)
+        q = _filters(to, subject, search, body, header, from_, since)
         q["before"] = None if before is None else _seconds(before)
         q["limit"] = None if limit is None else str(limit)
         return [Email.from_json(e) for e in self._json("/emails", q)]
@@ -320,18 +323,20 @@ class Burner:
         search: Optional[str] = None,
         body: Optional[str] = None,
         header: Optional[HeaderFilter] = None,
+        from_: Optional[str] = None,
         since: Optional[Time] = None,
         timeout: float = 30.0,
     ) -> Email:
         """The newest email of an inbox that passes the filters, waiting up
         to ``timeout`` seconds for one to arrive.
 
-        The API holds the request (``wait``, up to ``max_wait`` seconds at
-        a time) until a delivery wakes it; this asks again until the time
-        is up, then raises ``TimeoutError``. Give ``since`` to skip mail already there.
+        The filters are :meth:`list_emails`'s. The API holds the request
+        (``wait``, up to ``max_wait`` seconds at a time) until a delivery
+        wakes it; this asks again until the time is up, then raises
+        ``TimeoutError``. Give ``since`` to skip mail already there.
         """
         deadline = time.monotonic() + timeout
-        q = _filters(to, subject, search, body, header, since)
+        q = _filters(to, subject, search, body, header, from_, since)
         q["limit"] = "1"
         while True:
             left = deadline - time.monotonic()
@@ -346,7 +351,7 @@ class Burner:
                 wanted = ", ".join(
                     f"{k}={v!r}"
                     for k, v in q.items()
-                    if k in ("subject", "search", "body", "header", "since") and v is not None
+                    if k in ("subject", "search", "body", "header", "from", "since") and v is not None
                 )
                 raise TimeoutError(
                     f"burner: no email for {q['to']}"
@@ -528,6 +533,7 @@ def _filters(
     search: Optional[str],
     body: Optional[str],
     header: Optional[HeaderFilter],
+    from_: Optional[str],
     since: Optional[Time],
 ) -> Dict[str, Optional[str]]:
     if isinstance(header, tuple):
@@ -538,6 +544,7 @@ def _filters(
         "search": search,
         "body": body,
         "header": header,
+        "from": from_,
         "since": None if since is None else _seconds(since),
     }
 
