@@ -55,6 +55,9 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// share only writes.
 	var sig []byte
 	d.content, d.raw, sig = encodeContent(len(to), msg)
+	if msg.Auth != nil {
+		d.auth = record.EncodeAuth(*msg.Auth)
+	}
 	for i := range emails {
 		// The content key is known only in the transaction, which
 		// writes it into the record.
@@ -87,6 +90,11 @@ type delivery struct {
 	to       []string    // the recipient addresses
 	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
 	eventMsg []byte      // what the events share, encoded
+	// auth is the message's authentication record (auth.go), or nil. A
+	// delivery without records is a PutAuth's: it writes auth for the
+	// emails of ids alone, and counts those still stored in found.
+	auth  []byte
+	found int
 
 	err error // the outcome of its commit, set by commitBatch
 
@@ -96,6 +104,9 @@ type delivery struct {
 // it shared failed, so it only writes values computed before and sequences
 // that a rollback resets.
 func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
+	if d.records == nil {
+		return d.putAuth(tx)
+	}
 	contents, raw, eb := tx.Bucket(bucketContents), tx.Bucket(bucketRaw), tx.Bucket(bucketEmails)
 	cseq, err := contents.NextSequence()
 	if err != nil {
@@ -107,6 +118,11 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 	}
 	if err := raw.Put(ckey, d.raw); err != nil {
 		return err
+	}
+	if d.auth != nil {
+		if err := tx.Bucket(bucketAuth).Put(ckey, d.auth); err != nil {
+			return err
+		}
 	}
 	c := eb.Cursor()
 	for i, rec := range d.records {

@@ -75,6 +75,14 @@ var migrations = [...]migration{
 	// that knows only version 7, which would call a metrics key's record
 	// corrupt, refuses the file instead.
 	{"metrics keys", func(*bolt.Tx) error { return nil }},
+	// 8 -> 9: the auth bucket (auth.go) holds each message's
+	// authentication record (spec §12). Open creates it after the
+	// migrations; messages stored before have none and read as status
+	// off. The step exists so that a burner that knows only version 8,
+	// whose deletions would leave records behind (and whose copy and
+	// backup checks would not carry or check them), refuses the file
+	// instead.
+	{"authentication records", func(*bolt.Tx) error { return nil }},
 }
 
 // mergeOutbox moves the events, eventsdue and eventmsgs buckets of schema
