@@ -51,9 +51,12 @@ type Options struct {
 	resolvConf string
 }
 
+// DefaultTimeout is what a zero Options.Timeout means (spec §12's
+// dns.timeout).
+const DefaultTimeout = 5 * time.Second
+
 // Defaults, written once.
 const (
-	defaultTimeout   = 5 * time.Second
 	defaultHostname  = "localhost"
 	defaultWorkers   = 8
 	defaultQueueSize = 128
@@ -101,7 +104,7 @@ type Verifier struct {
 // them. done may be nil when only Verify is used.
 func New(opts Options, done Done, log *slog.Logger) *Verifier {
 	if opts.Timeout <= 0 {
-		opts.Timeout = defaultTimeout
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.Hostname == "" {
 		opts.Hostname = defaultHostname
