@@ -272,3 +272,27 @@ func (c *cache) len() int {
 	defer c.mu.Unlock()
 	return len(c.m)
 }
+
+// TestCanonicalName: the fast path for names in canonical form gives what
+// the general one does, and leaves the rest to it.
+func TestCanonicalName(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"example.test", "example.test."},
+		{"example.test.", "example.test."},
+		{"_dmarc.example.test", "_dmarc.example.test."},
+		{"s1._domainkey.a-b.test", "s1._domainkey.a-b.test."},
+		{"10.2.0.192.in-addr.arpa.", "10.2.0.192.in-addr.arpa."},
+		{"Example.TEST", "example.test."},
+		{"bücher.test", "xn--bcher-kva.test."},
+		{strings.Repeat("a", 63) + ".test", strings.Repeat("a", 63) + ".test."},
+		{strings.Repeat("a", 64) + ".test", ""},
+		{"bad..name", ""},
+		{".", ""},
+		{"", ""},
+	} {
+		got, err := canonicalName(c.in)
+		if (err != nil) != (c.want == "") || got != c.want {
+			t.Errorf("canonicalName(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
