@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"log/slog"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"burner/internal/dnstest"
+	"burner/mailauth"
 	"burner/storage"
 )
 
@@ -155,4 +158,30 @@ func BenchmarkAuthJobBytes(b *testing.B) {
 		}
 	})
 	_ = sink
+}
+
+// benchVerifier returns mailauth's pool, asking a DNS server of the
+// test's own that has the SPF and DMARC records of the load generator's
+// sender and the PTR of 127.0.0.1 (the newsletters' own domains have
+// none), whose verdicts db stores; it is shut down, its queue drained,
+// when b ends.
+func benchVerifier(b *testing.B, db storage.Engine) Verifier {
+	b.Helper()
+	z := dnstest.Start(b)
+	z.Add(b, `sender.test. 300 IN TXT "v=spf1 ip4:127.0.0.0/8 -all"`, `_dmarc.sender.test. 300 IN TXT "v=DMARC1; p=none"`,
+		`1.0.0.127.in-addr.arpa. 300 IN PTR loadgen.test.`, `loadgen.test. 300 IN A 127.0.0.1`)
+	v := mailauth.New(mailauth.Options{Resolver: z.Addr}, func(ctx context.Context, j mailauth.Job, r storage.AuthResult) {
+		if err := db.PutAuth(ctx, j.IDs, r); err != nil {
+			b.Errorf("PutAuth: %v", err)
+		}
+	}, slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { v.Shutdown(context.Background()) })
+	return poolOf{v}
+}
+
+// poolOf is main's adapter of mailauth's pool to Verifier.
+type poolOf struct{ v *mailauth.Verifier }
+
+func (p poolOf) Submit(ids []string, env storage.Envelope, raw []byte) {
+	p.v.Submit(mailauth.Job{IDs: ids, Envelope: env, Raw: raw})
 }

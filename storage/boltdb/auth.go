@@ -3,6 +3,7 @@ package boltdb
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"burner/storage"
 	"burner/storage/internal/record"
@@ -17,11 +18,15 @@ import (
 // It is keyed like contents, raw and parts, so the emails of one message
 // share one record, and deleteEmail drops it with the last reference to
 // the content. Deliver writes it (status pending, or off) in the
-// delivery's commit; PutAuth replaces it with the verdicts, in the same
-// group commit as deliveries, so that a verdict costs no commit of its
-// own under load. The record is encoded as every engine encodes it
-// (record.EncodeAuth).
+// delivery's commit; PutAuth replaces it with the verdicts. The record is
+// encoded as every engine encodes it (record.EncodeAuth).
 var bucketAuth = []byte("auth")
+
+// verdictDelay is how long a verdict waits for a commit to ride in: the
+// next delivery's, or else one of its own with the verdicts that came
+// meanwhile. A verdict is off the SMTP path and may wait; a commit of its
+// own per verdict would double the file's commits under load.
+const verdictDelay = 10 * time.Millisecond
 
 // Auth returns the authentication record of the message of email id: what
 // Deliver or PutAuth wrote, or status off for a message stored without
@@ -46,8 +51,9 @@ func (db *DB) Auth(ctx context.Context, id string) (storage.AuthResult, error) {
 // PutAuth stores r as the authentication record of the message of each
 // email of ids that is still stored, and wakes their AuthChanged waiters.
 // It returns ErrNotFound when none is, and an error wrapping ErrFull when
-// the file has no room, as PutAttachments. It shares the group commit of
-// Deliver.
+// the file has no room, as PutAttachments. It returns once the record is
+// committed: in the next delivery's commit, or after verdictDelay in one
+// that the verdicts of that while share.
 func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -66,7 +72,15 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	if err := db.checkRoom(len(d.auth)); err != nil {
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
-	db.commits.Do(d, db.commitBatch)
+	d.committed = make(chan struct{})
+	db.verdictMu.Lock()
+	db.verdicts = append(db.verdicts, d)
+	if !db.verdictFlush {
+		db.verdictFlush = true
+		time.AfterFunc(verdictDelay, db.flushVerdicts)
+	}
+	db.verdictMu.Unlock()
+	<-d.committed
 	if d.err == nil && d.found == 0 {
 		d.err = storage.ErrNotFound
 	}
@@ -77,6 +91,28 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 		db.authChanges.Notify(id.String())
 	}
 	return nil
+}
+
+// takeVerdicts returns the verdicts waiting for a commit, for the commit
+// about to run, and forgets them.
+func (db *DB) takeVerdicts() []*delivery {
+	db.verdictMu.Lock()
+	defer db.verdictMu.Unlock()
+	v := db.verdicts
+	db.verdicts = nil
+	return v
+}
+
+// flushVerdicts commits the verdicts that no delivery took in verdictDelay.
+func (db *DB) flushVerdicts() {
+	db.verdictMu.Lock()
+	db.verdictFlush = false
+	waiting := len(db.verdicts) > 0
+	db.verdictMu.Unlock()
+	if waiting {
+		// An empty delivery leads a commit, which takes the verdicts.
+		db.commits.Do(&delivery{}, db.commitBatch)
+	}
 }
 
 // putAuth writes the record of a PutAuth (a delivery with no emails) in

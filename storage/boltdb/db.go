@@ -92,6 +92,10 @@ type DB struct {
 	changes     commit.Notifier // wakes the waiters of Changed
 	authChanges commit.Notifier // wakes the waiters of AuthChanged, by email id
 
+	verdictMu    sync.Mutex
+	verdicts     []*delivery // PutAuth's records waiting for a commit (auth.go)
+	verdictFlush bool        // a flushVerdicts is scheduled
+
 	usage keyring.Usage // key uses not yet written
 
 	stop    chan struct{}

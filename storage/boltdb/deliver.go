@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"burner/storage"
@@ -92,9 +93,11 @@ type delivery struct {
 	eventMsg []byte      // what the events share, encoded
 	// auth is the message's authentication record (auth.go), or nil. A
 	// delivery without records is a PutAuth's: it writes auth for the
-	// emails of ids alone, and counts those still stored in found.
-	auth  []byte
-	found int
+	// emails of ids alone, counts those still stored in found, and is
+	// told on committed that its commit has run.
+	auth      []byte
+	found     int
+	committed chan struct{}
 
 	err error // the outcome of its commit, set by commitBatch
 
@@ -173,6 +176,20 @@ const maxBatch = 256
 // delivery. When that transaction fails, each delivery is retried alone,
 // so that one that cannot be stored does not fail the others.
 func (db *DB) commitBatch(batch []*delivery) {
+	// The verdicts waiting ride in this commit (auth.go).
+	verdicts := db.takeVerdicts()
+	batch = append(batch, verdicts...)
+	defer func() {
+		for _, v := range verdicts {
+			close(v.committed)
+		}
+	}()
+	if !slices.ContainsFunc(batch, func(d *delivery) bool { return d.records != nil || d.ids != nil }) {
+		for _, d := range batch {
+			d.err = nil // flushVerdicts' empty delivery, whose verdicts another commit took
+		}
+		return
+	}
 	fail := errors.New("commit abandoned")
 	for _, d := range batch {
 		d.err = fail // until the commit says otherwise, even after a panic

@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"burner/storage"
 	"burner/storage/internal/record"
@@ -50,18 +52,24 @@ func (db *DB) Auth(ctx context.Context, id string) (storage.AuthResult, error) {
 
 // authPut is one PutAuth's share of a batched transaction.
 type authPut struct {
-	ids   []uuid.UUID
-	rec   []byte
-	found bool  // a body was updated, set in the transaction
-	err   error // the outcome of its transaction
+	ids       []uuid.UUID
+	rec       []byte
+	found     bool          // a body was updated, set in the transaction
+	err       error         // the outcome of its transaction
+	committed chan struct{} // closed once its transaction has run
 }
+
+// verdictDelay is how long a verdict waits for others to share its
+// transaction: a verdict is off the SMTP path and may wait, and a
+// transaction per verdict would double the database's commits under load.
+const verdictDelay = 10 * time.Millisecond
 
 // PutAuth stores r as the authentication record of the message of each
 // email of ids still stored, and wakes the AuthChanged waiters of ids on
 // every node. It returns ErrNotFound when none is stored, an error
 // wrapping ErrFull past Options.Retention.MaxBytes, and
-// storage.ErrUnavailable when the database cannot be reached. Concurrent
-// calls share one transaction.
+// storage.ErrUnavailable when the database cannot be reached. The calls
+// of verdictDelay share one transaction.
 func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -78,7 +86,15 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	if err := db.checkRoom(ctx, len(p.rec), false); err != nil {
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
-	db.authPuts.Do(p, func(batch []*authPut) { db.commitAuth(context.WithoutCancel(ctx), batch) })
+	p.committed = make(chan struct{})
+	db.verdictMu.Lock()
+	db.verdicts = append(db.verdicts, p)
+	if !db.verdictFlush {
+		db.verdictFlush = true
+		time.AfterFunc(verdictDelay, db.flushVerdicts)
+	}
+	db.verdictMu.Unlock()
+	<-p.committed
 	if p.err == nil && !p.found {
 		p.err = storage.ErrNotFound
 	}
@@ -91,11 +107,30 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	return nil
 }
 
+// flushVerdicts commits the verdicts waiting, in one transaction.
+func (db *DB) flushVerdicts() {
+	db.verdictMu.Lock()
+	batch := db.verdicts
+	db.verdicts, db.verdictFlush = nil, false
+	db.verdictMu.Unlock()
+	if len(batch) > 0 {
+		db.commitAuth(batch)
+	}
+}
+
 // commitAuth writes batch in one transaction, one round trip: an update
 // per PutAuth, and one NOTIFY for all. A conflict with a deletion (a
 // deadlock) is retried whole.
-func (db *DB) commitAuth(ctx context.Context, batch []*authPut) {
-	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+func (db *DB) commitAuth(batch []*authPut) {
+	defer func() {
+		for _, p := range batch {
+			close(p.committed)
+		}
+	}()
+	for _, p := range batch {
+		p.err = errors.New("commit abandoned") // until it says otherwise, even after a panic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	var err error
 	for range 3 {

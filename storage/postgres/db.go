@@ -94,8 +94,10 @@ type DB struct {
 
 	keys keyCache
 
-	authPuts    commit.Group[*authPut] // the batched transaction of PutAuth (auth.go)
-	authChanges commit.Notifier        // wakes the waiters of AuthChanged, by email id
+	verdictMu    sync.Mutex
+	verdicts     []*authPut      // PutAuth's records waiting for their transaction (auth.go)
+	verdictFlush bool            // a flushVerdicts is scheduled
+	authChanges  commit.Notifier // wakes the waiters of AuthChanged, by email id
 
 	hooks  []storage.Hook  // Options.Hooks, their scopes cleaned
 	events commit.Notifier // woken, per hook id, after a commit that adds events
@@ -175,7 +177,6 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		hooks:     hooks,
 	}
 	db.commits.Max = maxBatch
-	db.authPuts.Max = maxBatch
 	bg, stop := context.WithCancel(context.Background())
 	db.stop = stop
 	ready := make(chan error, 1)
