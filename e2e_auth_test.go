@@ -231,6 +231,27 @@ func authEndToEnd(t *testing.T, data string) {
 		}
 	}
 
+	// A hot backup carries the verdict, and checks sound (bbolt: the
+	// control socket's backup; PostgreSQL has pg_dump).
+	if !isPostgres(data) {
+		backup := filepath.Join(t.TempDir(), "backup.db")
+		if out, err := runCmd(t, "backup", backup, "--config", ta.config); err != nil {
+			t.Fatalf("burner backup = %q, %v", out, err)
+		}
+		if out, err := runCmd(t, "check", "--data", backup); err != nil || !strings.Contains(out, "OK: the file is consistent") {
+			t.Errorf("burner check of the backup = %q, %v", out, err)
+		}
+		b, err := boltdb.Open(backup, boltdb.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := b.Auth(context.Background(), bob)
+		b.Close()
+		if err != nil || r.Status != storage.AuthDone || r.SPF.Result != storage.AuthPass || len(r.DKIM) != 1 {
+			t.Errorf("bob's record in the backup: %+v, %v; want the verdict", r, err)
+		}
+	}
+
 	// The record stays with the copy left and goes with the last one.
 	for i, id := range []string{alice, bob} {
 		if status, _ := ta.do(t, http.MethodDelete, ta.key, "/api/v1/emails/"+id); status != http.StatusNoContent {
