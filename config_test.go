@@ -71,6 +71,9 @@ func tomlKeys(t reflect.Type) []string {
 }
 
 func TestLoadConfig(t *testing.T) {
+	// The file's [dns] is under test: TestMain's resolver would override it.
+	t.Setenv("BURNER_DNS_RESOLVER", "")
+	os.Unsetenv("BURNER_DNS_RESOLVER")
 	dir := t.TempDir()
 	cfgFile := writeConfig(t, fmt.Sprintf("data = %q\n[smtp]\nlisten = \"127.0.0.1:2626\"\ndomains = [\"a.test\"]\n", filepath.Join(dir, "f.db")))
 
