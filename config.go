@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -28,6 +29,8 @@ type Config struct {
 	UI        UIConfig        `toml:"ui"`
 	Log       LogConfig       `toml:"log"`
 	MCP       MCPConfig       `toml:"mcp"`
+	Auth      AuthConfig      `toml:"auth"`
+	DNS       DNSConfig       `toml:"dns"`
 	Webhooks  []WebhookConfig `toml:"webhooks"`
 	// Key is the secret of an API key that serve makes sure exists
 	// (spec §14), from BURNER_KEY, which the client libraries read too;
@@ -107,6 +110,18 @@ type UIConfig struct {
 // MCPConfig is the [mcp] section (spec §11).
 type MCPConfig struct {
 	AddressDomain string `toml:"address_domain"`
+}
+
+// AuthConfig is the [auth] section (spec §12).
+type AuthConfig struct {
+	Verify bool `toml:"verify"`
+}
+
+// DNSConfig is the [dns] section: the resolver of the verifications of
+// spec §12.
+type DNSConfig struct {
+	Resolver string   `toml:"resolver"`
+	Timeout  duration `toml:"timeout"`
 }
 
 type LogConfig struct {
@@ -199,6 +214,11 @@ func (c Config) validate() error {
 	if d := c.MCP.AddressDomain; d != "" && (strings.ContainsAny(d, "@ \t") || strings.Trim(d, ".") == "") {
 		errs = append(errs, fmt.Errorf("mcp.address_domain: %q is not a domain", d))
 	}
+	if r := c.DNS.Resolver; r != "" {
+		if host, port, err := net.SplitHostPort(r); err != nil || host == "" || !validPort(port) {
+			errs = append(errs, fmt.Errorf("dns.resolver: %q is not host:port, like \"127.0.0.1:53\" or \"[::1]:53\"", r))
+		}
+	}
 	if c.SMTP.MaxMessageBytes <= 0 {
 		errs = append(errs, errors.New("smtp.max_message_bytes: must be positive"))
 	}
@@ -233,6 +253,7 @@ func (c Config) validate() error {
 		"http.read_header_timeout": c.HTTP.ReadHeaderTimeout, "http.read_timeout": c.HTTP.ReadTimeout,
 		"http.write_timeout": c.HTTP.WriteTimeout, "http.idle_timeout": c.HTTP.IdleTimeout,
 		"retention.sweep_interval": c.Retention.SweepInterval,
+		"dns.timeout":              c.DNS.Timeout,
 	} {
 		if d.Duration <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be a positive duration", name))
@@ -302,6 +323,12 @@ func isDomainName(s string) bool {
 		}
 	}
 	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
+}
+
+// validPort reports whether p is a port number, 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n > 0 && n <= 65535
 }
 
 func (l LogConfig) level() (slog.Level, error) {

@@ -74,6 +74,9 @@ func tomlKeys(t reflect.Type) []string {
 }
 
 func TestLoadConfig(t *testing.T) {
+	// The file's [dns] is under test: TestMain's resolver would override it.
+	t.Setenv("BURNER_DNS_RESOLVER", "")
+	os.Unsetenv("BURNER_DNS_RESOLVER")
 	dir := t.TempDir()
 	cfgFile := writeConfig(t, fmt.Sprintf("data = %q\n[smtp]\nlisten = \"127.0.0.1:2626\"\ndomains = [\"a.test\"]\n", filepath.Join(dir, "f.db")))
 
@@ -116,6 +119,10 @@ func TestLoadConfig(t *testing.T) {
 		{"[smtp]\ntls_cert = \"c.pem\"\n", "tls_cert and smtp.tls_key"},
 		{"[mcp]\naddress_domain = \"agents@x.test\"\n", `mcp.address_domain: "agents@x.test" is not a domain`},
 		{"data = \n", "config"},
+		{"[dns]\nresolver = \"127.0.0.1\"\n", `dns.resolver: "127.0.0.1" is not host:port`},
+		{"[dns]\nresolver = \":53\"\n", `dns.resolver: ":53" is not host:port`},
+		{"[dns]\nresolver = \"127.0.0.1:domain\"\n", `dns.resolver: "127.0.0.1:domain" is not host:port`},
+		{"[dns]\ntimeout = \"0s\"\n", "dns.timeout: must be a positive duration"},
 		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].url: \"ftp://x\" is not"},
 		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].inboxes: inbox pattern \"a*b\""},
 		{"[[webhooks]]\nurl = \"ftp://x\"\ninboxes = [\"a*b\"]\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_c2hvcnQ=\"\n[[webhooks]]\nurl = \"https://h.test/\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n", "webhooks[0].secret: must be whsec_"},

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"burner/mailauth"
 	"burner/message"
 	"burner/server"
 	"burner/smtpd"
@@ -43,8 +44,10 @@ func defaultConfig() Config {
 			MaxPerInbox:   1000,
 			SweepInterval: duration{time.Minute},
 		},
-		UI:  UIConfig{Enabled: true},
-		Log: LogConfig{Format: "text", Level: "info"},
+		UI:   UIConfig{Enabled: true},
+		Log:  LogConfig{Format: "text", Level: "info"},
+		Auth: AuthConfig{Verify: true},
+		DNS:  DNSConfig{Timeout: duration{mailauth.DefaultTimeout}},
 	}
 }
 

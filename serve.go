@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"burner/mailauth"
 	"burner/server"
 	"burner/smtpd"
 	"burner/storage"
@@ -81,7 +82,8 @@ type app struct {
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
 	webhooks              *webhook.Worker
-	smtpDown              atomic.Bool // the SMTP server has stopped serving
+	verifier              *mailauth.Verifier // nil with auth.verify = false
+	smtpDown              atomic.Bool        // the SMTP server has stopped serving
 
 	smtpCert, httpCert *certificate   // nil without TLS; SIGHUP reloads them
 	hup                chan os.Signal // SIGHUP, from start until run returns
@@ -217,6 +219,19 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	// Spec §12: the verdicts of each message, after its 250, stored with
+	// it by storeVerdict.
+	var verifier smtpd.Verifier
+	var lost server.Verifier
+	if cfg.Auth.Verify {
+		a.verifier = mailauth.New(mailauth.Options{
+			Resolver: cfg.DNS.Resolver,
+			Timeout:  cfg.DNS.Timeout.Duration,
+			Hostname: cfg.SMTP.Hostname,
+			Metrics:  reg,
+		}, a.storeVerdict, log.With("component", "auth"))
+		verifier, lost = authQueue{a.verifier}, a.verifier
+	}
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
 		Node:            a.node,
@@ -232,6 +247,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxLineLength:   cfg.SMTP.MaxLineLength,
 		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
 		TLSConfig:       smtpTLS,
+		Auth:            verifier,
 	}, log.With("component", "smtpd"))
 	if err := a.mta.Err(); err != nil {
 		return nil, err // spec §2: never serve with go-smtp's own reader
@@ -250,7 +266,8 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		// What GET /api/v1/info reports (spec §14).
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
-		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0},
+		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0, Auth: cfg.Auth.Verify},
+		Verifier:        lost,
 	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{
@@ -295,8 +312,31 @@ func (a *app) close() {
 			ln.Close()
 		}
 	}
+	if a.verifier != nil {
+		a.verifier.Shutdown(context.Background()) // nothing was submitted yet
+	}
 	if a.db != nil {
 		a.db.Close()
+	}
+}
+
+// authQueue gives smtpd the verifier's pool: a full queue is the
+// verifier's to answer (a temperror "busy" verdict, or none, counted in
+// burner_auth_jobs_total), never a delay of the 250.
+type authQueue struct{ v *mailauth.Verifier }
+
+func (q authQueue) Submit(ids []string, env storage.Envelope, raw []byte) {
+	q.v.Submit(mailauth.Job{IDs: ids, Envelope: env, Raw: raw})
+}
+
+// storeVerdict is the verifier's Done: it stores the verdict of a message
+// with its copies. A message deleted meanwhile takes its verdict with it;
+// a verdict that cannot be stored leaves the record pending, to be
+// computed again when it is read (server.Options.Verifier).
+func (a *app) storeVerdict(ctx context.Context, j mailauth.Job, r storage.AuthResult) {
+	err := a.db.PutAuth(ctx, j.IDs, r)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		a.log.Warn("authentication verdict not stored; it is computed again when read", "email_ids", j.IDs, "err", err)
 	}
 }
 
@@ -355,6 +395,17 @@ func (a *app) run(ctx context.Context) error {
 	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
 		a.log.Warn("smtp shutdown", "err", err)
 	}
+	// The verdicts of the mail just taken are stored while HTTP drains;
+	// those that do not make it stay pending, computed again when read.
+	verified := make(chan struct{})
+	go func() {
+		defer close(verified)
+		if a.verifier != nil {
+			if err := a.verifier.Shutdown(shutCtx); err != nil {
+				a.log.Warn("verifier shutdown: verdicts left pending", "err", err)
+			}
+		}
+	}()
 	if err := a.httpSrv.Shutdown(shutCtx); err != nil { // 2. then the API and the CLI
 		a.log.Warn("http shutdown", "err", err)
 	}
@@ -363,6 +414,7 @@ func (a *app) run(ctx context.Context) error {
 		a.ctlSrv.Close() // a backup still streaming would hold the file open
 	}
 	<-hooked // its requests in flight take at most 10 s; then the file closes
+	<-verified
 	return runErr
 }
 

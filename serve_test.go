@@ -136,6 +136,10 @@ func TestChildServer(t *testing.T) {
 		t.Skip("runs only as TestKillNine's child process")
 	}
 	cfg := defaultConfig()
+	if err := applyEnv(&cfg, os.Environ()); err != nil { // the parent's settings (dns.resolver)
+		fmt.Println("ERROR", err)
+		os.Exit(1)
+	}
 	cfg.Data = data
 	cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	a, err := start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)

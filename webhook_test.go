@@ -36,6 +36,7 @@ func TestWebhookChildServer(t *testing.T) {
 		t.Skip("runs only as TestWebhookKillNine's child process")
 	}
 	cfg := defaultConfig()
+	cfg.DNS.Resolver = os.Getenv("BURNER_DNS_RESOLVER") // TestMain's: no lookup leaves this machine
 	cfg.Data = data
 	cfg.SMTP.Listen, cfg.HTTP.Listen = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Webhooks = []WebhookConfig{{URL: os.Getenv("BURNER_HOOK_CHILD_URL"), Secret: hookSecret}}

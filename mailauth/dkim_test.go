@@ -3,20 +3,16 @@ package mailauth
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"burner/internal/dnstest"
 	"burner/storage"
-
-	"github.com/emersion/go-msgauth/dkim"
 )
 
 // testKeys are made once per test binary: RSA keys take a while.
@@ -37,62 +33,29 @@ var testKeys = sync.OnceValue(func() (k struct {
 	return k
 })
 
-// keyRecord returns the DKIM key record (RFC 6376 §3.6.1) of key's public key.
-func keyRecord(t testing.TB, key crypto.Signer) string {
-	t.Helper()
-	switch pub := key.Public().(type) {
-	case *rsa.PublicKey:
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(der)
-	case ed25519.PublicKey:
-		return "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub)
-	}
-	t.Fatalf("no record for %T", key)
-	return ""
-}
-
 // testMessage returns a message from the address from, with CRLF lines.
 func testMessage(from, body string) []byte {
 	return []byte("From: Sender <" + from + ">\r\nTo: inbox@burner.test\r\nSubject: Hello\r\n" +
 		"Date: Mon, 02 Mar 2026 10:00:00 +0000\r\nMessage-ID: <1@burner.test>\r\n\r\n" + body)
 }
 
-// sign returns raw with a DKIM-Signature of domain and selector by key
-// on top, relaxed/relaxed.
-func sign(t testing.TB, raw []byte, domain, selector string, key crypto.Signer) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	err := dkim.Sign(&out, bytes.NewReader(raw), &dkim.SignOptions{
-		Domain: domain, Selector: selector, Signer: key,
-		HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationRelaxed,
-		HeaderKeys: []string{"From", "To", "Subject", "Date", "Message-ID"},
-	})
-	if err != nil {
-		t.Fatalf("dkim.Sign: %v", err)
-	}
-	return out.Bytes()
-}
-
 func TestDKIM(t *testing.T) {
 	k := testKeys()
-	z := startDNS(t)
-	z.txt(t, "rsa._domainkey.example.test", keyRecord(t, k.rsa))
-	z.txt(t, "ed._domainkey.example.test", keyRecord(t, k.ed))
-	z.txt(t, "rotated._domainkey.example.test", keyRecord(t, k.otherRSA))
-	z.txt(t, "revoked._domainkey.example.test", "v=DKIM1; k=rsa; p=")
-	z.txt(t, "garbled._domainkey.example.test", "v=DKIM1; k=rsa; p=bm90IGEga2V5")
-	z.txt(t, "kind._domainkey.example.test", keyRecord(t, k.ed))
-	z.fail("down._domainkey.example.test")
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z := dnstest.Start(t)
+	z.TXT("rsa._domainkey.example.test", dnstest.KeyRecord(t, k.rsa))
+	z.TXT("ed._domainkey.example.test", dnstest.KeyRecord(t, k.ed))
+	z.TXT("rotated._domainkey.example.test", dnstest.KeyRecord(t, k.otherRSA))
+	z.TXT("revoked._domainkey.example.test", "v=DKIM1; k=rsa; p=")
+	z.TXT("garbled._domainkey.example.test", "v=DKIM1; k=rsa; p=bm90IGEga2V5")
+	z.TXT("kind._domainkey.example.test", dnstest.KeyRecord(t, k.ed))
+	z.Fail("down._domainkey.example.test")
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	plain := testMessage("a@example.test", "Hello.\r\n")
 
 	withL := func(raw []byte) []byte { // a signature claiming l=: the body may go on unsigned
 		return bytes.Replace(raw, []byte("DKIM-Signature: "), []byte("DKIM-Signature: l=8; "), 1)
 	}
-	headerOnly := sign(t, []byte("From: a@example.test\r\nSubject: no body\r\n\r\n"), "example.test", "rsa", k.rsa)
+	headerOnly := dnstest.Sign(t, []byte("From: a@example.test\r\nSubject: no body\r\n\r\n"), "example.test", "rsa", k.rsa)
 	headerOnly = headerOnly[:len(headerOnly)-2] // no blank line at all: a message of header fields alone
 
 	for _, c := range []struct {
@@ -101,35 +64,35 @@ func TestDKIM(t *testing.T) {
 		want []storage.DKIMResult
 	}{
 		{"unsigned", plain, nil},
-		{"pass, RSA", sign(t, plain, "example.test", "rsa", k.rsa),
+		{"pass, RSA", dnstest.Sign(t, plain, "example.test", "rsa", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthPass, Domain: "example.test", Selector: "rsa"}}},
-		{"pass, Ed25519", sign(t, plain, "example.test", "ed", k.ed),
+		{"pass, Ed25519", dnstest.Sign(t, plain, "example.test", "ed", k.ed),
 			[]storage.DKIMResult{{Result: storage.AuthPass, Domain: "example.test", Selector: "ed"}}},
-		{"pass, LF line ends", bytes.ReplaceAll(sign(t, plain, "example.test", "rsa", k.rsa), []byte("\r\n"), []byte("\n")),
+		{"pass, LF line ends", bytes.ReplaceAll(dnstest.Sign(t, plain, "example.test", "rsa", k.rsa), []byte("\r\n"), []byte("\n")),
 			[]storage.DKIMResult{{Result: storage.AuthPass, Domain: "example.test", Selector: "rsa"}}},
 		{"pass, header fields alone", headerOnly,
 			[]storage.DKIMResult{{Result: storage.AuthPass, Domain: "example.test", Selector: "rsa"}}},
-		{"fail, altered body", append(sign(t, plain, "example.test", "rsa", k.rsa), "P.S. added in transit\r\n"...),
+		{"fail, altered body", append(dnstest.Sign(t, plain, "example.test", "rsa", k.rsa), "P.S. added in transit\r\n"...),
 			[]storage.DKIMResult{{Result: storage.AuthFail, Domain: "example.test", Selector: "rsa", Error: "body hash did not verify"}}},
-		{"fail, altered header", bytes.Replace(sign(t, plain, "example.test", "rsa", k.rsa), []byte("Subject: Hello"), []byte("Subject: Hullo"), 1),
+		{"fail, altered header", bytes.Replace(dnstest.Sign(t, plain, "example.test", "rsa", k.rsa), []byte("Subject: Hello"), []byte("Subject: Hullo"), 1),
 			[]storage.DKIMResult{{Result: storage.AuthFail, Domain: "example.test", Selector: "rsa", Error: "signature did not verify: crypto/rsa: verification error"}}},
-		{"fail, wrong key", sign(t, plain, "example.test", "rotated", k.rsa),
+		{"fail, wrong key", dnstest.Sign(t, plain, "example.test", "rotated", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthFail, Domain: "example.test", Selector: "rotated", Error: "signature did not verify: crypto/rsa: verification error"}}},
-		{"permerror, no key", sign(t, plain, "example.test", "nokey", k.rsa),
+		{"permerror, no key", dnstest.Sign(t, plain, "example.test", "nokey", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthPermError, Domain: "example.test", Selector: "nokey", Error: "no key for signature: lookup nokey._domainkey.example.test: no such host"}}},
-		{"permerror, revoked key", sign(t, plain, "example.test", "revoked", k.rsa),
+		{"permerror, revoked key", dnstest.Sign(t, plain, "example.test", "revoked", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthPermError, Domain: "example.test", Selector: "revoked", Error: "key revoked"}}},
-		{"permerror, garbled key", sign(t, plain, "example.test", "garbled", k.rsa),
+		{"permerror, garbled key", dnstest.Sign(t, plain, "example.test", "garbled", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthPermError, Domain: "example.test", Selector: "garbled", Error: "key syntax error: "}}},
-		{"permerror, key of another kind", sign(t, plain, "example.test", "kind", k.rsa),
+		{"permerror, key of another kind", dnstest.Sign(t, plain, "example.test", "kind", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthPermError, Domain: "example.test", Selector: "kind", Error: "inappropriate key algorithm"}}},
 		{"permerror, malformed signature", append([]byte("DKIM-Signature: v=1; d=example.test; s=rsa\r\n"), plain...),
 			[]storage.DKIMResult{{Result: storage.AuthPermError, Domain: "example.test", Selector: "rsa", Error: "signature missing required tag"}}},
-		{"temperror, key lookup SERVFAIL", sign(t, plain, "example.test", "down", k.rsa),
+		{"temperror, key lookup SERVFAIL", dnstest.Sign(t, plain, "example.test", "down", k.rsa),
 			[]storage.DKIMResult{{Result: storage.AuthTempError, Domain: "example.test", Selector: "down", Error: "key unavailable: lookup down._domainkey.example.test: server answered SERVFAIL"}}},
-		{"neutral, l=", withL(sign(t, plain, "example.test", "rsa", k.rsa)),
+		{"neutral, l=", withL(dnstest.Sign(t, plain, "example.test", "rsa", k.rsa)),
 			[]storage.DKIMResult{{Result: storage.AuthNeutral, Domain: "example.test", Selector: "rsa", Error: "l= (body length) not accepted: part of the body would be unsigned"}}},
-		{"two, in header order", sign(t, sign(t, plain, "example.test", "rsa", k.rsa), "example.test", "ed", k.ed),
+		{"two, in header order", dnstest.Sign(t, dnstest.Sign(t, plain, "example.test", "rsa", k.rsa), "example.test", "ed", k.ed),
 			[]storage.DKIMResult{
 				{Result: storage.AuthPass, Domain: "example.test", Selector: "ed"},
 				{Result: storage.AuthPass, Domain: "example.test", Selector: "rsa"},
@@ -163,12 +126,12 @@ func sameDKIM(got, want []storage.DKIMResult) bool {
 // TestDKIMTooManySignatures: five are verified, the rest are permerror.
 func TestDKIMTooManySignatures(t *testing.T) {
 	k := testKeys()
-	z := startDNS(t)
-	z.txt(t, "ed._domainkey.example.test", keyRecord(t, k.ed))
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z := dnstest.Start(t)
+	z.TXT("ed._domainkey.example.test", dnstest.KeyRecord(t, k.ed))
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	raw := testMessage("a@example.test", "Hello.\r\n")
 	for range 7 {
-		raw = sign(t, raw, "example.test", "ed", k.ed)
+		raw = dnstest.Sign(t, raw, "example.test", "ed", k.ed)
 	}
 	got := v.checkDKIM(context.Background(), raw, readHeader(raw))
 	if len(got) != 7 {

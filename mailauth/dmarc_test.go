@@ -4,18 +4,19 @@ import (
 	"context"
 	"testing"
 
+	"burner/internal/dnstest"
 	"burner/storage"
 )
 
 func TestDMARC(t *testing.T) {
 	k := testKeys()
-	z := startDNS(t)
+	z := dnstest.Start(t)
 	spfPass := `"v=spf1 ip4:192.0.2.0/24 -all"`
 	for _, d := range []string{"example.test", "mail.example.test", "esp.test", "none.test", "none-policy.test", "quarantine.test", "strict.test", "mail.strict.test", "broken.test"} {
-		z.add(t, d+`. 300 IN TXT `+spfPass)
-		z.txt(t, "s1._domainkey."+d, keyRecord(t, k.ed))
+		z.Add(t, d+`. 300 IN TXT `+spfPass)
+		z.TXT("s1._domainkey."+d, dnstest.KeyRecord(t, k.ed))
 	}
-	z.add(t,
+	z.Add(t,
 		`_dmarc.example.test. 300 IN TXT "v=DMARC1; p=reject; sp=quarantine; rua=mailto:dmarc@example.test"`,
 		`_dmarc.none-policy.test. 300 IN TXT "v=DMARC1; p=none"`,
 		`_dmarc.quarantine.test. 300 IN TXT "v=DMARC1; p=quarantine"`,
@@ -25,12 +26,12 @@ func TestDMARC(t *testing.T) {
 		`flaky.test. 300 IN TXT "v=spf1 include:down.test -all"`,
 		`_dmarc.esp.test. 300 IN TXT "v=DMARC1; p=none"`,
 	)
-	z.fail("down.test")
-	z.fail("_dmarc.down.test")
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z.Fail("down.test")
+	z.Fail("_dmarc.down.test")
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 
 	signed := func(from, d string) []byte {
-		return sign(t, testMessage(from, "Hello.\r\n"), d, "s1", k.ed)
+		return dnstest.Sign(t, testMessage(from, "Hello.\r\n"), d, "s1", k.ed)
 	}
 	want := func(r storage.AuthValue, domain, policy string, spfAligned, dkimAligned bool) storage.DMARCResult {
 		return storage.DMARCResult{Result: r, Domain: domain, Policy: policy, SPFAligned: spfAligned, DKIMAligned: dkimAligned}

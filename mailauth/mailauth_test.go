@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"burner/internal/dnstest"
 	"burner/storage"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,31 +18,31 @@ import (
 // exampleWorld serves example.test as spec §12's example has it: SPF for
 // 192.0.2.0/24, DMARC p=reject, key s1, and a client whose PTR resolves
 // back.
-func exampleWorld(t testing.TB) *testDNS {
+func exampleWorld(t testing.TB) *dnstest.Server {
 	t.Helper()
 	k := testKeys()
-	z := startDNS(t)
-	z.add(t,
+	z := dnstest.Start(t)
+	z.Add(t,
 		`example.test. 300 IN TXT "v=spf1 ip4:192.0.2.0/24 -all"`,
 		`_dmarc.example.test. 300 IN TXT "v=DMARC1; p=reject"`,
 		`10.2.0.192.in-addr.arpa. 300 IN PTR mail.example.test.`,
 		`mail.example.test. 300 IN A 192.0.2.10`,
 	)
-	z.txt(t, "s1._domainkey.example.test", keyRecord(t, k.rsa))
+	z.TXT("s1._domainkey.example.test", dnstest.KeyRecord(t, k.rsa))
 	return z
 }
 
 func TestVerify(t *testing.T) {
 	z := exampleWorld(t)
 	reg := prometheus.NewRegistry()
-	v := newTestVerifier(t, Options{Resolver: z.addr, Hostname: "mx.burner.test", Metrics: reg}, nil)
+	v := newTestVerifier(t, Options{Resolver: z.Addr, Hostname: "mx.burner.test", Metrics: reg}, nil)
 	env := storage.Envelope{
 		ClientIP: netip.MustParseAddr("192.0.2.10"),
 		Helo:     "mail.example.test",
 		TLS:      &storage.TLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"},
 		MailFrom: "bounce@example.test",
 	}
-	raw := sign(t, testMessage("a@example.test", "Hello.\r\n"), "example.test", "s1", testKeys().rsa)
+	raw := dnstest.Sign(t, testMessage("a@example.test", "Hello.\r\n"), "example.test", "s1", testKeys().rsa)
 	got := v.Verify(context.Background(), env, raw)
 	want := storage.AuthResult{
 		Status:   storage.AuthDone,
@@ -119,8 +120,8 @@ func sameResult(a, b storage.AuthResult) bool {
 
 func TestVerifyAuthenticationResults(t *testing.T) {
 	z := exampleWorld(t)
-	z.add(t, `helo.example.test. 300 IN TXT "v=spf1 -all"`)
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z.Add(t, `helo.example.test. 300 IN TXT "v=spf1 -all"`)
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	unsigned := testMessage("a@example.test", "Hi.\r\n")
 	for _, c := range []struct {
 		name string
@@ -133,7 +134,7 @@ func TestVerifyAuthenticationResults(t *testing.T) {
 		{"null sender: smtp.helo", envelope("198.51.100.1", "helo.example.test", ""), unsigned,
 			"mx.burner.test; spf=fail smtp.helo=helo.example.test; dkim=none; dmarc=fail header.from=example.test"},
 		{"a reason, quoted", envelope("192.0.2.10", "mail.example.test", "bounce@example.test"),
-			sign(t, unsigned, "example.test", "gone", testKeys().ed),
+			dnstest.Sign(t, unsigned, "example.test", "gone", testKeys().ed),
 			"mx.burner.test; spf=pass smtp.mailfrom=example.test; dkim=permerror reason=\"no key for signature: lookup gone._domainkey.example.test: no such host\" header.d=example.test header.s=gone; dmarc=pass header.from=example.test"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -145,8 +146,8 @@ func TestVerifyAuthenticationResults(t *testing.T) {
 }
 
 func TestVerifyPTR(t *testing.T) {
-	z := startDNS(t)
-	z.add(t,
+	z := dnstest.Start(t)
+	z.Add(t,
 		`10.2.0.192.in-addr.arpa. 300 IN PTR mail.example.test.`,
 		`mail.example.test. 300 IN A 192.0.2.10`,
 		`20.2.0.192.in-addr.arpa. 300 IN PTR liar.example.test.`,
@@ -160,7 +161,7 @@ func TestVerifyPTR(t *testing.T) {
 		`1.0.0.127.in-addr.arpa. 300 IN PTR loopback.burner.test.`,
 		`loopback.burner.test. 300 IN A 127.0.0.1`,
 	)
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	for _, c := range []struct {
 		ip     string
 		ptr    string
@@ -187,9 +188,9 @@ func TestVerifyPTR(t *testing.T) {
 // TestVerifyTimeout: a DNS server that never answers makes every verdict
 // that needs it temperror, by the one deadline of the message.
 func TestVerifyTimeout(t *testing.T) {
-	addr, _ := blackhole(t)
+	addr, _ := dnstest.Blackhole(t)
 	v := newTestVerifier(t, Options{Resolver: addr, Timeout: 300 * time.Millisecond}, nil)
-	raw := sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().ed)
+	raw := dnstest.Sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().ed)
 	got := v.Verify(context.Background(), envelope("192.0.2.10", "mail.example.test", "bounce@example.test"), raw)
 	assertAllTempError(t, got, "i/o timeout")
 }
@@ -198,14 +199,14 @@ func TestVerifyTimeout(t *testing.T) {
 // refuses) every verdict is temperror, without waiting for the deadline:
 // the error says why, and it is not a timeout.
 func TestVerifyNoDNS(t *testing.T) {
-	raw := sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().ed)
+	raw := dnstest.Sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().ed)
 	env := envelope("192.0.2.10", "mail.example.test", "bounce@example.test")
 	opts := Options{Timeout: time.Hour}
 	opts.resolvConf = filepath.Join(t.TempDir(), "resolv.conf")
 	v := newTestVerifier(t, opts, nil)
 	assertAllTempError(t, v.Verify(context.Background(), env, raw), "no DNS server")
 
-	v = newTestVerifier(t, Options{Resolver: closedPort(t), Timeout: time.Hour}, nil)
+	v = newTestVerifier(t, Options{Resolver: dnstest.ClosedPort(t), Timeout: time.Hour}, nil)
 	assertAllTempError(t, v.Verify(context.Background(), env, raw), "DNS server unreachable")
 }
 
@@ -222,7 +223,7 @@ func assertAllTempError(t *testing.T, got storage.AuthResult, why string) {
 // binary blob, a huge header field, an empty message. Verify answers.
 func TestVerifyHostileInput(t *testing.T) {
 	z := exampleWorld(t)
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	env := envelope("192.0.2.10", "mail.example.test", "bounce@example.test")
 	for name, raw := range map[string][]byte{
 		"empty":        nil,

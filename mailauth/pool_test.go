@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"burner/internal/dnstest"
 	"burner/storage"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,8 +57,8 @@ func (vs *verdicts) wait(t *testing.T, id string) storage.AuthResult {
 func TestPool(t *testing.T) {
 	z := exampleWorld(t)
 	vs := newVerdicts()
-	v := newTestVerifier(t, Options{Resolver: z.addr, Workers: 2, QueueSize: 8}, vs.done)
-	raw := sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().rsa)
+	v := newTestVerifier(t, Options{Resolver: z.Addr, Workers: 2, QueueSize: 8}, vs.done)
+	raw := dnstest.Sign(t, testMessage("a@example.test", "Hi.\r\n"), "example.test", "s1", testKeys().rsa)
 	for i := range 5 {
 		env := envelope("192.0.2.10", "mail.example.test", "bounce@example.test")
 		if i == 4 {
@@ -95,13 +96,13 @@ func TestPool(t *testing.T) {
 // is temperror "busy"; Shutdown that gives up leaves the held jobs without
 // a verdict (pending, for whoever finds them).
 func TestPoolBusy(t *testing.T) {
-	addr, asked := blackhole(t)
+	addr, asked := dnstest.Blackhole(t)
 	vs := newVerdicts()
 	reg := prometheus.NewRegistry()
 	v := newTestVerifier(t, Options{Resolver: addr, Workers: 1, QueueSize: 1, Timeout: time.Hour, Metrics: reg}, vs.done)
 	raw := testMessage("a@example.test", "Hi.\r\n")
 	for range 7 {
-		raw = sign(t, raw, "example.test", "s1", testKeys().ed)
+		raw = dnstest.Sign(t, raw, "example.test", "s1", testKeys().ed)
 	}
 	env := envelope("192.0.2.10", "mail.example.test", "bounce@example.test")
 	if err := v.Submit(Job{IDs: []string{"held"}, Envelope: env, Raw: raw}); err != nil {
@@ -152,7 +153,7 @@ func TestPoolBusy(t *testing.T) {
 // TestPoolOverloaded: when Done is so slow that the busy verdicts pile up
 // to the lane's bound, Submit refuses jobs, still without waiting.
 func TestPoolOverloaded(t *testing.T) {
-	addr, asked := blackhole(t)
+	addr, asked := dnstest.Blackhole(t)
 	release := make(chan struct{})
 	done := func(ctx context.Context, _ Job, _ storage.AuthResult) {
 		select {

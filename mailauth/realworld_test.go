@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"burner/internal/dnstest"
 	"burner/storage"
 )
 
@@ -18,7 +19,7 @@ import (
 // Authentication-Results, but for 001.mail's: rsa-sha1, which RFC 8301
 // has since forbidden.
 func TestDKIMRealWorld(t *testing.T) {
-	z := startDNS(t)
+	z := dnstest.Start(t)
 	files, err := filepath.Glob("testdata/blaze/cache/*.dns")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no key records in testdata/blaze/cache: %v", err)
@@ -27,11 +28,11 @@ func TestDKIMRealWorld(t *testing.T) {
 		// One line, "txt:" then the record: blaze's cache of the name.
 		b := readFile(t, f)
 		name := strings.TrimSuffix(filepath.Base(f), ".dns")
-		z.txt(t, name, strings.TrimPrefix(strings.TrimSpace(string(b)), "txt:"))
+		z.TXT(name, strings.TrimPrefix(strings.TrimSpace(string(b)), "txt:"))
 	}
-	z.txt(t, "sed._domainkey.test.ex", strings.TrimSpace(string(readFile(t, "testdata/dkimpy/eximtest.dns"))))
-	z.txt(t, "test._domainkey.football.example.com", strings.TrimSpace(string(readFile(t, "testdata/dkimpy/test.txt"))))
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z.TXT("sed._domainkey.test.ex", strings.TrimSpace(string(readFile(t, "testdata/dkimpy/eximtest.dns"))))
+	z.TXT("test._domainkey.football.example.com", strings.TrimSpace(string(readFile(t, "testdata/dkimpy/test.txt"))))
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 
 	pass := func(domain, selector string) storage.DKIMResult {
 		return storage.DKIMResult{Result: storage.AuthPass, Domain: domain, Selector: selector}
@@ -73,12 +74,12 @@ func TestDKIMRealWorld(t *testing.T) {
 // address and MAIL FROM from its Received-SPF field), SPF and DMARC from
 // the records published then.
 func TestRealWorldVerify(t *testing.T) {
-	z := startDNS(t)
+	z := dnstest.Start(t)
 	for _, name := range []string{"github.com", "_dmarc.github.com", "pf2014._domainkey.github.com"} {
 		b := readFile(t, filepath.Join("testdata/blaze/cache", name+".dns"))
-		z.txt(t, name, strings.TrimPrefix(strings.TrimSpace(string(b)), "txt:"))
+		z.TXT(name, strings.TrimPrefix(strings.TrimSpace(string(b)), "txt:"))
 	}
-	v := newTestVerifier(t, Options{Resolver: z.addr, Hostname: "mx.burner.test"}, nil)
+	v := newTestVerifier(t, Options{Resolver: z.Addr, Hostname: "mx.burner.test"}, nil)
 	raw := crlf(readFile(t, "testdata/blaze/002.mail"))
 	got := v.Verify(context.Background(), envelope("192.30.252.192", "out-1.smtp.github.com", "noreply@github.com"), raw)
 	want := "mx.burner.test; spf=pass smtp.mailfrom=github.com; dkim=pass header.d=github.com header.s=pf2014; dmarc=pass header.from=github.com"

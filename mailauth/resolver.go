@@ -193,6 +193,12 @@ var idnaLookup = idna.New(idna.MapForLookup(), idna.StrictDomainName(false))
 // canonicalName returns name lower-cased, in ASCII (IDNA) and fully
 // qualified.
 func canonicalName(name string) (string, error) {
+	if plainName(name) {
+		if name[len(name)-1] != '.' {
+			name += "."
+		}
+		return name, nil
+	}
 	name = strings.TrimSuffix(name, ".")
 	for i := 0; i < len(name); i++ {
 		if name[i] >= 0x80 {
@@ -208,6 +214,36 @@ func canonicalName(name string) (string, error) {
 		return "", errors.New("invalid domain name")
 	}
 	return dns.Fqdn(strings.ToLower(name)), nil
+}
+
+// plainName reports whether name is canonical but for its final dot,
+// which may be missing: lower-case letters, digits, hyphens and
+// underscores in labels of 1 to 63 octets, at most 253 of them without
+// the dot, as nearly every name the checks ask is. It spares a lookup
+// that the cache answers the parsing of the general case (a tenth of a
+// verification's CPU).
+func plainName(name string) bool {
+	name = strings.TrimSuffix(name, ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	label := 0
+	for i := 0; i <= len(name); i++ {
+		if i == len(name) || name[i] == '.' {
+			if label == 0 || label > 63 {
+				return false
+			}
+			label = 0
+			continue
+		}
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+			label++
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // exchange asks the servers, in order, until one answers; a query that

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"burner/internal/dnstest"
+
 	"github.com/miekg/dns"
 )
 
@@ -36,8 +38,8 @@ func (c *clock) add(d time.Duration) {
 func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
 
 func TestResolverAnswers(t *testing.T) {
-	z := startDNS(t)
-	z.add(t,
+	z := dnstest.Start(t)
+	z.Add(t,
 		`multi.test. 300 IN TXT "v=spf1 " "-all"`,
 		`multi.test. 300 IN TXT "second"`,
 		`mail.test. 300 IN MX 10 mx1.mail.test.`,
@@ -49,7 +51,7 @@ func TestResolverAnswers(t *testing.T) {
 		`target.test. 300 IN TXT "at the target"`,
 		`1.2.0.192.in-addr.arpa. 300 IN PTR host.test.`,
 	)
-	r := newResolver(z.addr, "", time.Now)
+	r := newResolver(z.Addr, "", time.Now)
 	ctx := context.Background()
 
 	txts, err := r.LookupTXT(ctx, "Multi.Test")
@@ -80,9 +82,9 @@ func TestResolverAnswers(t *testing.T) {
 }
 
 func TestResolverNotFound(t *testing.T) {
-	z := startDNS(t)
-	z.add(t, `a-only.test. 300 IN A 192.0.2.1`)
-	r := newResolver(z.addr, "", time.Now)
+	z := dnstest.Start(t)
+	z.Add(t, `a-only.test. 300 IN A 192.0.2.1`)
+	r := newResolver(z.Addr, "", time.Now)
 	for _, name := range []string{"nx.test", "a-only.test", "bad..name", strings.Repeat("x", 64) + ".test"} {
 		_, err := r.LookupTXT(context.Background(), name)
 		var de *net.DNSError
@@ -93,9 +95,9 @@ func TestResolverNotFound(t *testing.T) {
 }
 
 func TestResolverIDNA(t *testing.T) {
-	z := startDNS(t)
-	z.add(t, `xn--bcher-kva.test. 300 IN TXT "unicode"`, `_dmarc.xn--bcher-kva.test. 300 IN TXT "v=DMARC1; p=none"`)
-	r := newResolver(z.addr, "", time.Now)
+	z := dnstest.Start(t)
+	z.Add(t, `xn--bcher-kva.test. 300 IN TXT "unicode"`, `_dmarc.xn--bcher-kva.test. 300 IN TXT "v=DMARC1; p=none"`)
+	r := newResolver(z.Addr, "", time.Now)
 	for _, c := range []struct{ name, want string }{{"Bücher.test", "unicode"}, {"_dmarc.bücher.test.", "v=DMARC1; p=none"}} {
 		txts, err := r.LookupTXT(context.Background(), c.name)
 		if err != nil || !slices.Equal(txts, []string{c.want}) {
@@ -105,14 +107,14 @@ func TestResolverIDNA(t *testing.T) {
 }
 
 func TestResolverCache(t *testing.T) {
-	z := startDNS(t)
-	z.add(t,
+	z := dnstest.Start(t)
+	z.Add(t,
 		`short.test. 60 IN TXT "short"`,
 		`long.test. 86400 IN TXT "long"`,
 		`a-only.test. 300 IN A 192.0.2.1`,
 	)
 	c := newClock()
-	r := newResolver(z.addr, "", c.now)
+	r := newResolver(z.Addr, "", c.now)
 	ctx := context.Background()
 	ask := func(name string) {
 		t.Helper()
@@ -122,7 +124,7 @@ func TestResolverCache(t *testing.T) {
 	}
 	want := func(name string, n int, why string) {
 		t.Helper()
-		if got := z.count(name, dns.TypeTXT); got != n {
+		if got := z.Count(name, dns.TypeTXT); got != n {
 			t.Errorf("%s: server asked %d times for %s TXT, want %d", why, got, name, n)
 		}
 	}
@@ -158,9 +160,9 @@ func TestResolverCache(t *testing.T) {
 }
 
 func TestResolverServfailNotCached(t *testing.T) {
-	z := startDNS(t)
-	z.fail("broken.test")
-	r := newResolver(z.addr, "", time.Now)
+	z := dnstest.Start(t)
+	z.Fail("broken.test")
+	r := newResolver(z.Addr, "", time.Now)
 	for range 2 {
 		_, err := r.LookupTXT(context.Background(), "broken.test")
 		var de *net.DNSError
@@ -168,28 +170,28 @@ func TestResolverServfailNotCached(t *testing.T) {
 			t.Fatalf("LookupTXT(broken.test) error = %#v, want a temporary *net.DNSError naming SERVFAIL", err)
 		}
 	}
-	if n := z.count("broken.test", dns.TypeTXT); n != 2 {
+	if n := z.Count("broken.test", dns.TypeTXT); n != 2 {
 		t.Errorf("server asked %d times after two SERVFAILs, want 2 (not cached)", n)
 	}
 }
 
 func TestResolverTCPOnTruncation(t *testing.T) {
-	z := startDNS(t)
-	z.udpLimit = 512
+	z := dnstest.Start(t)
+	z.SetUDPLimit(512)
 	big := strings.Repeat("k", 1500)
-	z.txt(t, "big.test", big)
-	r := newResolver(z.addr, "", time.Now)
+	z.TXT("big.test", big)
+	r := newResolver(z.Addr, "", time.Now)
 	txts, err := r.LookupTXT(context.Background(), "big.test")
 	if err != nil || len(txts) != 1 || txts[0] != big {
 		t.Fatalf("LookupTXT(big.test) = %d records, %v; want the 1500-octet one", len(txts), err)
 	}
-	if all, tcp := z.total(); all != 2 || tcp != 1 {
+	if all, tcp := z.Total(); all != 2 || tcp != 1 {
 		t.Errorf("server saw %d queries, %d over TCP; want 2, 1 (UDP truncated, then TCP)", all, tcp)
 	}
 }
 
 func TestResolverTimeout(t *testing.T) {
-	addr, _ := blackhole(t)
+	addr, _ := dnstest.Blackhole(t)
 	r := newResolver(addr, "", time.Now)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -201,7 +203,7 @@ func TestResolverTimeout(t *testing.T) {
 }
 
 func TestResolverRefused(t *testing.T) {
-	r := newResolver(closedPort(t), "", time.Now)
+	r := newResolver(dnstest.ClosedPort(t), "", time.Now)
 	_, err := r.LookupTXT(context.Background(), "example.test")
 	var de *net.DNSError
 	if !errors.As(err, &de) || !de.Temporary() || de.IsTimeout || de.Err != "DNS server unreachable" {
@@ -238,9 +240,9 @@ func TestSystemServers(t *testing.T) {
 // TestResolverNotHosts: the names /etc/hosts answers (localhost, the PTR
 // of 127.0.0.1) are asked of the DNS server like any other.
 func TestResolverNotHosts(t *testing.T) {
-	z := startDNS(t)
-	z.add(t, `1.0.0.127.in-addr.arpa. 300 IN PTR loopback.burner.test.`)
-	r := newResolver(z.addr, "", time.Now)
+	z := dnstest.Start(t)
+	z.Add(t, `1.0.0.127.in-addr.arpa. 300 IN PTR loopback.burner.test.`)
+	r := newResolver(z.Addr, "", time.Now)
 	names, err := r.LookupAddr(context.Background(), "127.0.0.1")
 	if err != nil || !slices.Equal(names, []string{"loopback.burner.test."}) {
 		t.Errorf("LookupAddr(127.0.0.1) = %q, %v; want the DNS server's PTR, not /etc/hosts'", names, err)
@@ -269,4 +271,28 @@ func (c *cache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
+}
+
+// TestCanonicalName: the fast path for names in canonical form gives what
+// the general one does, and leaves the rest to it.
+func TestCanonicalName(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"example.test", "example.test."},
+		{"example.test.", "example.test."},
+		{"_dmarc.example.test", "_dmarc.example.test."},
+		{"s1._domainkey.a-b.test", "s1._domainkey.a-b.test."},
+		{"10.2.0.192.in-addr.arpa.", "10.2.0.192.in-addr.arpa."},
+		{"Example.TEST", "example.test."},
+		{"bücher.test", "xn--bcher-kva.test."},
+		{strings.Repeat("a", 63) + ".test", strings.Repeat("a", 63) + ".test."},
+		{strings.Repeat("a", 64) + ".test", ""},
+		{"bad..name", ""},
+		{".", ""},
+		{"", ""},
+	} {
+		got, err := canonicalName(c.in)
+		if (err != nil) != (c.want == "") || got != c.want {
+			t.Errorf("canonicalName(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
 }

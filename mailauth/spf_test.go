@@ -6,14 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"burner/internal/dnstest"
 	"burner/storage"
 
 	"github.com/miekg/dns"
 )
 
 func TestSPF(t *testing.T) {
-	z := startDNS(t)
-	z.add(t,
+	z := dnstest.Start(t)
+	z.Add(t,
 		`pass.test. 300 IN TXT "v=spf1 ip4:192.0.2.0/24 -all"`,
 		`fail.test. 300 IN TXT "v=spf1 ip4:198.51.100.1 -all"`,
 		`softfail.test. 300 IN TXT "v=spf1 ~all"`,
@@ -33,9 +34,9 @@ func TestSPF(t *testing.T) {
 		`helo.test. 300 IN TXT "v=spf1 ip4:192.0.2.10 -all"`,
 		`temp.test. 300 IN TXT "v=spf1 include:servfail.test -all"`,
 	)
-	z.fail("servfail.test")
-	z.fail("down.test")
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z.Fail("servfail.test")
+	z.Fail("down.test")
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 
 	for _, c := range []struct {
 		name   string
@@ -79,25 +80,25 @@ func TestSPF(t *testing.T) {
 // TestSPFLookupLimit: RFC 7208 §4.6.4's ten DNS-querying mechanisms, then
 // permerror, without asking for more.
 func TestSPFLookupLimit(t *testing.T) {
-	z := startDNS(t)
+	z := dnstest.Start(t)
 	var incs []string
 	for i := 1; i <= 30; i++ {
 		incs = append(incs, fmt.Sprintf("include:i%d.limit.test", i))
-		z.add(t, fmt.Sprintf(`i%d.limit.test. 300 IN TXT "v=spf1 -all"`, i))
+		z.Add(t, fmt.Sprintf(`i%d.limit.test. 300 IN TXT "v=spf1 -all"`, i))
 	}
-	z.add(t, `limit.test. 300 IN TXT "v=spf1 `+strings.Join(incs, " ")+` ip4:192.0.2.10 -all"`)
-	v := newTestVerifier(t, Options{Resolver: z.addr}, nil)
+	z.Add(t, `limit.test. 300 IN TXT "v=spf1 `+strings.Join(incs, " ")+` ip4:192.0.2.10 -all"`)
+	v := newTestVerifier(t, Options{Resolver: z.Addr}, nil)
 	got, why := v.checkSPF(context.Background(), envelope("192.0.2.10", "client.test", "a@limit.test"))
 	if got.Result != storage.AuthPermError || !strings.Contains(why, "lookup limit") {
 		t.Errorf("checkSPF with 30 includes = %+v, %q; want permerror, lookup limit reached", got, why)
 	}
-	asked := z.asks("limit.test.")
+	asked := z.Asks("limit.test.")
 	if n := len(asked); n != 11 {
 		t.Errorf("the server was asked %d names, want 11 (the record, then 10 includes): %v", n, asked)
 	}
 	for k, n := range asked {
-		if n != 1 || k.qtype != dns.TypeTXT {
-			t.Errorf("asked %s type %d %d times, want TXT once", k.name, k.qtype, n)
+		if n != 1 || k.Type != dns.TypeTXT {
+			t.Errorf("asked %s type %d %d times, want TXT once", k.Name, k.Type, n)
 		}
 	}
 }

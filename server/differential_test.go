@@ -183,7 +183,7 @@ func TestDifferentialBoltPostgres(t *testing.T) {
 	}
 	sort.Strings(all)
 	for _, id := range all {
-		for _, sub := range []string{"", "/raw", "/text", "/links", "/codes", "/attachments", "/attachments/0", "/attachments/1", "/attachments/2"} {
+		for _, sub := range []string{"", "/raw", "/text", "/links", "/codes", "/attachments", "/attachments/0", "/attachments/1", "/attachments/2", "/auth"} {
 			compare("GET", "/api/v1/emails/"+id+sub)
 		}
 		compare("HEAD", "/api/v1/emails/"+id)

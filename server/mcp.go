@@ -591,6 +591,7 @@ type readEmailOut struct {
 	Attachments        []attachmentJSON  `json:"attachments" jsonschema:"the attached files"`
 	AttachmentsMore    int               `json:"attachmentsMore,omitempty" jsonschema:"files beyond those listed"`
 	AttachmentsPartial bool              `json:"attachmentsPartial,omitempty" jsonschema:"true when burner stopped reading the message before its end"`
+	Auth               *authJSON         `json:"auth" jsonschema:"what burner's MX saw (spec §12), as GET /api/v1/emails/{id}/auth answers it: status (pending, done or off), the client, TLS, MAIL FROM, and the SPF, DKIM (at most 10 signatures listed) and DMARC verdicts; its names and domains come from the mail and its sender's DNS"`
 }
 
 // toolReadEmail is GET /emails/{id}, /text, /links, /codes and
@@ -612,12 +613,18 @@ func (s *Server) toolReadEmail(ctx context.Context, in readEmailIn) (readEmailOu
 	if err != nil {
 		return readEmailOut{}, err
 	}
+	verdict, err := s.auth(ctx, in.ID, 0)
+	if err != nil {
+		return readEmailOut{}, err
+	}
+	auth := mcpAuth(verdict)
 	m := newMCPEmail(e)
 	out := readEmailOut{
 		ID: m.ID, ToAddress: m.ToAddress, FromAddress: m.FromAddress, FromName: m.FromName, Subject: m.Subject,
 		ReceivedAt: m.ReceivedAt, Read: m.Read,
 		Text: c.Plain, Links: c.Links, Codes: codes,
 		Attachments: attachmentsJSON(a), AttachmentsMore: a.More, AttachmentsPartial: a.Partial,
+		Auth: &auth,
 	}
 	if in.IncludeHTML && e.Body != nil {
 		out.Body = e.Body
@@ -730,6 +737,9 @@ func (o readEmailOut) head(f fence) string {
 		b.WriteString("subject: (none)\n")
 	} else {
 		b.WriteString("subject: " + f.inline(*o.Subject) + "\n")
+	}
+	if o.Auth != nil {
+		writeAuthLines(&b, f, *o.Auth)
 	}
 	return b.String()
 }

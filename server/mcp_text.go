@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"burner/storage"
 )
 
 // What an MCP tool says to the model: the text content of its result
@@ -162,4 +164,94 @@ func plural(n int, one string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + one + "s"
+}
+
+// mcpMaxSignatures is how many DKIM verdicts read_email lists: mailauth
+// verifies five, and a hostile message may carry fifty.
+const mcpMaxSignatures = 10
+
+// mcpAuth returns the authentication record as read_email gives it: the
+// API's shape, its strings cut to mcpMaxField and its DKIM verdicts to
+// mcpMaxSignatures, so that it fits a result with room for the rest.
+func mcpAuth(r storage.AuthResult) authJSON {
+	if len(r.DKIM) > mcpMaxSignatures {
+		r.DKIM = r.DKIM[:mcpMaxSignatures]
+	}
+	a := newAuthJSON(r)
+	a.Client.Helo, a.Client.PTR, a.MailFrom = capField(a.Client.Helo), capFieldPtr(a.Client.PTR), capField(a.MailFrom)
+	if a.SPF != nil {
+		a.SPF.Domain = capField(a.SPF.Domain)
+	}
+	for i := range a.DKIM {
+		d := &a.DKIM[i]
+		d.Domain, d.Selector, d.Error = capField(d.Domain), capField(d.Selector), capField(d.Error)
+	}
+	if a.DMARC != nil {
+		a.DMARC.Domain = capField(a.DMARC.Domain)
+	}
+	a.AuthenticationResults = capFieldPtr(a.AuthenticationResults)
+	return a
+}
+
+// writeAuthLines writes what read_email says of the authentication
+// record: the words of the verdicts are burner's, unfenced; the names
+// (HELO, MAIL FROM, PTR, domains, selectors, errors) come from the mail
+// or its sender's DNS, fenced.
+func writeAuthLines(b *strings.Builder, f fence, a authJSON) {
+	switch a.Status {
+	case string(storage.AuthPending):
+		b.WriteString("authentication: pending (the verdicts come within seconds of the message's arrival; read again)\n")
+	case string(storage.AuthOff):
+		b.WriteString("authentication: off (this burner does not verify SPF, DKIM and DMARC)\n")
+	default:
+		b.WriteString("authentication (what burner's MX saw):\n")
+	}
+	client := "  client: " + a.Client.IP + ", helo " + f.inline(a.Client.Helo)
+	if a.Client.PTR != nil {
+		client += ", ptr " + f.inline(*a.Client.PTR)
+		if a.Client.FCrDNS {
+			client += " (resolves back)"
+		} else {
+			client += " (does not resolve back)"
+		}
+	}
+	b.WriteString(client + "\n")
+	if a.TLS == nil {
+		b.WriteString("  tls: none (no STARTTLS)\n")
+	} else {
+		b.WriteString("  tls: " + a.TLS.Version + ", " + a.TLS.Cipher + "\n")
+	}
+	if a.MailFrom == "" {
+		b.WriteString("  mail from: <> (the null sender)\n")
+	} else {
+		b.WriteString("  mail from: " + f.inline(a.MailFrom) + "\n")
+	}
+	if a.SPF != nil {
+		b.WriteString("  spf: " + a.SPF.Result + " for " + f.inline(a.SPF.Domain) + "\n")
+	}
+	if a.Status == string(storage.AuthDone) && len(a.DKIM) == 0 {
+		b.WriteString("  dkim: none (unsigned)\n")
+	}
+	for _, d := range a.DKIM {
+		line := "  dkim: " + d.Result + " for " + f.inline(d.Domain) + " selector " + f.inline(d.Selector)
+		if d.Error != "" {
+			line += ": " + f.inline(d.Error)
+		}
+		b.WriteString(line + "\n")
+	}
+	if d := a.DMARC; d != nil {
+		line := "  dmarc: " + d.Result + " for " + f.inline(d.Domain)
+		if d.Policy != nil {
+			line += ", policy " + *d.Policy
+		}
+		line += ", spf " + aligned(d.SPFAligned) + ", dkim " + aligned(d.DKIMAligned)
+		b.WriteString(line + "\n")
+	}
+}
+
+func aligned(ok bool) string {
+	if ok {
+		return "aligned"
+	}
+	return "not aligned"
 }

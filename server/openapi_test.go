@@ -36,6 +36,7 @@ var specRoutes = map[string]string{
 	"GET /api/v1/emails/{id}/text":            "/api/v1/emails/{id}/text",
 	"GET /api/v1/emails/{id}/links":           "/api/v1/emails/{id}/links",
 	"GET /api/v1/emails/{id}/codes":           "/api/v1/emails/{id}/codes",
+	"GET /api/v1/emails/{id}/auth":            "/api/v1/emails/{id}/auth",
 	"GET /api/v1/events":                      "/api/v1/events?to=alice",
 	"GET /api/v1/openapi.json":                "/api/v1/openapi.json",
 	"GET /api/v1/info":                        "/api/v1/info",
@@ -407,6 +408,11 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	files := a.deliver("alice@example.com", filesEmail())
 	bare := a.deliver("alice@example.com", storage.Message{Raw: []byte("\r\n")}) // no subject, no body: nulls
 	gone := a.deliver("bob@example.com", storage.Message{Subject: ptr("to delete")})
+	verified := a.deliverAuth("carol@example.com", specAuth)
+	bareAuth := specAuth
+	bareAuth.Envelope.TLS, bareAuth.PTR, bareAuth.DKIM, bareAuth.DMARC.Policy = nil, "", nil, ""
+	unsigned := a.deliverAuth("carol@example.com", bareAuth) // nulls and []
+	pending := a.deliverAuth("carol@example.com", storage.AuthResult{Status: storage.AuthPending, Envelope: specAuth.Envelope})
 	const long65 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 	for _, c := range []struct {
@@ -448,6 +454,12 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{200, "GET", "/api/v1/emails/{id}/links", "/api/v1/emails/" + bare.ID + "/links"},
 		{200, "GET", "/api/v1/emails/{id}/codes", "/api/v1/emails/" + files.ID + "/codes"},
 		{400, "GET", "/api/v1/emails/{id}/codes", "/api/v1/emails/" + files.ID + "/codes?pattern=("},
+		{200, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + files.ID + "/auth"},
+		{200, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + verified.ID + "/auth"},
+		{200, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + unsigned.ID + "/auth?wait=1"},
+		{200, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + pending.ID + "/auth"},
+		{400, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + files.ID + "/auth?wait=0"},
+		{404, "GET", "/api/v1/emails/{id}/auth", "/api/v1/emails/" + unknownID + "/auth"},
 		{200, "GET", "/api/v1/events", "/api/v1/events?to=alice"},
 		{400, "GET", "/api/v1/events", "/api/v1/events?to=a%40b"},
 		{200, "GET", "/api/v1/openapi.json", "/api/v1/openapi.json"},

@@ -240,3 +240,25 @@ func (s scopedStore) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([
 	}
 	return s.db.RecentInboxes(ctx, q)
 }
+
+func (s scopedStore) Auth(ctx context.Context, id string) (storage.AuthResult, error) {
+	if err := s.checkEmail(ctx, id); err != nil {
+		return storage.AuthResult{}, err
+	}
+	return s.db.Auth(ctx, id)
+}
+
+// PutAuth stores what a read of the email computed (a lost verdict), so
+// it needs what that read needed.
+func (s scopedStore) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) error {
+	for _, id := range ids {
+		if err := s.checkEmail(ctx, id); err != nil {
+			return err
+		}
+	}
+	return s.db.PutAuth(ctx, ids, r)
+}
+
+// AuthChanged has no context to ask; every waiter reads the record
+// before it waits, and Auth refuses.
+func (s scopedStore) AuthChanged(id string) <-chan struct{} { return s.db.AuthChanged(id) }

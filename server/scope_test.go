@@ -138,6 +138,16 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/emails/{out}/codes?pattern=%28", 400, `{"error":"'pattern' must be a valid regular expression."}`},
 		{"metrics", "GET", "/api/v1/emails/{out}/codes", 403, metricsOnlyBody},
 	},
+	"GET /api/v1/emails/{id}/auth": {
+		{"full", "GET", "/api/v1/emails/{out}/auth", 200, ""},
+		{"readonly", "GET", "/api/v1/emails/{out}/auth?wait=5", 200, ""}, // off: at once
+		{"scoped", "GET", "/api/v1/emails/{in}/auth", 200, ""},
+		{"scoped", "GET", "/api/v1/emails/{out}/auth", 404, emailNotFoundBody},
+		{"scoped", "GET", "/api/v1/emails/{out}/auth?wait=5", 404, emailNotFoundBody}, // at once
+		{"scoped", "GET", "/api/v1/emails/{unknown}/auth", 404, emailNotFoundBody},
+		// The request's own 400 comes first.
+		{"scoped", "GET", "/api/v1/emails/{out}/auth?wait=61", 400, `{"error":"'wait' must be an integer from 1 to 60."}`},
+	},
 	"GET /api/v1/events": {
 		// HEAD: the headers are the answer; a GET that is let in streams on.
 		{"full", "HEAD", "/api/v1/events?to=bob", 200, ""},

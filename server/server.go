@@ -66,6 +66,12 @@ type Options struct {
 	// Features are the optional parts of burner that are on, as GET
 	// /api/v1/info reports them (info.go).
 	Features Features
+	// Verifier computes, when it is read, the verdicts of a message whose
+	// authentication record is still pending long after its 250 (spec
+	// §12: the process stopped between the 250 and the verdict; auth.go).
+	// nil leaves such a record pending. main gives the verifier smtpd's
+	// messages go to.
+	Verifier Verifier
 }
 
 // Server answers HTTP requests from one storage.Engine. It is safe for
@@ -164,6 +170,7 @@ func (s *Server) routes() http.Handler {
 		"/api/v1/emails/{id}/text":            s.handleText,
 		"/api/v1/emails/{id}/links":           s.handleLinks,
 		"/api/v1/emails/{id}/codes":           s.handleCodes,
+		"/api/v1/emails/{id}/auth":            s.handleAuth,
 		"/api/v1/events":                      s.handleEvents,
 		"/api/v1/openapi.json":                s.handleOpenAPI,
 		"/api/v1/info":                        s.handleInfo,

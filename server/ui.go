@@ -461,6 +461,60 @@ type emailPage struct {
 	// for first (spec §7, /links): the first few, and how many more.
 	Codes, Links         []string
 	MoreCodes, MoreLinks int
+	// Auth is what the MX saw (spec §12), as the API shows it, and
+	// Badges its line of SPF / DKIM / DMARC / TLS words.
+	Auth   authJSON
+	Badges []authBadge
+}
+
+// authBadge is one word of the email page's line of authentication
+// results: its label, its word, and the class that colours it.
+type authBadge struct {
+	Label, Word, Class string
+}
+
+// authBadges returns the line the email page shows of a: SPF, DKIM (pass
+// when a signature passed, none when there is none, else the first's
+// word), DMARC and TLS; the verdicts say "pending" until they are in,
+// and are left out when burner does not verify.
+func authBadges(a authJSON) []authBadge {
+	var out []authBadge
+	switch a.Status {
+	case string(storage.AuthPending):
+		for _, l := range []string{"SPF", "DKIM", "DMARC"} {
+			out = append(out, authBadge{l, "pending", "badge-none"})
+		}
+	case string(storage.AuthDone):
+		dkim := "none"
+		for i, d := range a.DKIM {
+			if i == 0 || d.Result == string(storage.AuthPass) {
+				dkim = d.Result
+			}
+			if dkim == string(storage.AuthPass) {
+				break
+			}
+		}
+		out = append(out, authBadge{"SPF", a.SPF.Result, badgeClass(a.SPF.Result)},
+			authBadge{"DKIM", dkim, badgeClass(dkim)}, authBadge{"DMARC", a.DMARC.Result, badgeClass(a.DMARC.Result)})
+	}
+	if a.TLS != nil {
+		return append(out, authBadge{"TLS", a.TLS.Version, "badge-pass"})
+	}
+	return append(out, authBadge{"TLS", "none", "badge-none"})
+}
+
+// badgeClass colours a result word: pass green, fail red, what a later
+// try or a record's owner may change amber, none grey.
+func badgeClass(word string) string {
+	switch storage.AuthValue(word) {
+	case storage.AuthPass:
+		return "badge-pass"
+	case storage.AuthFail:
+		return "badge-fail"
+	case storage.AuthSoftFail, storage.AuthTempError, storage.AuthPermError:
+		return "badge-warn"
+	}
+	return "badge-none"
 }
 
 // maxShownCodes and maxShownLinks bound the email page's lists: a mail of
@@ -517,6 +571,13 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 	found := codes.Find(e.Subject, c.Plain)
 	p.Codes, p.MoreCodes = found[:min(len(found), maxShownCodes)], max(len(found)-maxShownCodes, 0)
 	p.Links, p.MoreLinks = c.Links[:min(len(c.Links), maxShownLinks)], max(len(c.Links)-maxShownLinks, 0)
+	a, err := u.s.auth(r.Context(), e.ID, 0)
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	p.Auth = newAuthJSON(a)
+	p.Badges = authBadges(p.Auth)
 	u.render(w, r, http.StatusOK, "email", p)
 }
 

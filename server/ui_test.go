@@ -553,6 +553,41 @@ func TestUIEmailPage(t *testing.T) {
 	}
 }
 
+// TestUIEmailAuth: the email page shows a line of SPF / DKIM / DMARC /
+// TLS badges (spec §12), and the full result, the Authentication-Results
+// value included, one click away in a details element (no script); names
+// from the mail are escaped; pending and off say so.
+func TestUIEmailAuth(t *testing.T) {
+	u := newUI(t, Options{})
+	u.login()
+	r := specAuth
+	r.DKIM = []storage.DKIMResult{{Result: storage.AuthFail, Domain: "evil.test", Selector: "<b>x</b>", Error: "body hash did not verify"}, specAuth.DKIM[0]}
+	e := u.deliverAuth("alice@example.com", r)
+	res := u.get("/email/" + e.ID)
+	wantPage(t, "GET an email with its verdicts", res, http.StatusOK,
+		`<span class="badge badge-pass">SPF <b>pass</b></span>`, `<span class="badge badge-pass">DKIM <b>pass</b></span>`,
+		`<span class="badge badge-pass">DMARC <b>pass</b></span>`, `<span class="badge badge-pass">TLS <b>TLS 1.3</b></span>`,
+		"<details>", "<summary>What burner's MX saw</summary>", "203.0.113.7", "resolves back", "TLS_AES_128_GCM_SHA256",
+		"&lt;bounce@example.com&gt;", `<b>fail</b> for <span class="mono">evil.test</span>, selector <span class="mono">&lt;b&gt;x&lt;/b&gt;</span>: body hash did not verify`,
+		"policy reject; SPF aligned, DKIM aligned", `<code class="copy">`+specAuth.AuthenticationResults+`</code>`)
+
+	failed := specAuth
+	failed.Envelope.TLS, failed.SPF.Result, failed.DKIM, failed.DMARC.Result = nil, storage.AuthSoftFail, nil, storage.AuthFail
+	e = u.deliverAuth("alice@example.com", failed)
+	wantPage(t, "GET an email that fails", u.get("/email/"+e.ID), http.StatusOK,
+		`<span class="badge badge-warn">SPF <b>softfail</b></span>`, `<span class="badge badge-none">DKIM <b>none</b></span>`,
+		`<span class="badge badge-fail">DMARC <b>fail</b></span>`, `<span class="badge badge-none">TLS <b>none</b></span>`, "none (unsigned)", "none (no STARTTLS)")
+
+	e = u.deliverAuth("alice@example.com", storage.AuthResult{Status: storage.AuthPending, Envelope: storage.Envelope{Helo: "h.test"}})
+	wantPage(t, "GET a pending email", u.get("/email/"+e.ID), http.StatusOK, `SPF <b>pending</b>`, `DKIM <b>pending</b>`, `DMARC <b>pending</b>`, "&lt;&gt; (the null sender)")
+	e = u.deliver("alice@example.com", storage.Message{})
+	res = u.get("/email/" + e.ID)
+	wantPage(t, "GET an email without a record", res, http.StatusOK, "SPF, DKIM and DMARC not verified", `TLS <b>none</b>`)
+	if strings.Contains(res.body, "SPF <b>") {
+		t.Errorf("an email without a record shows verdicts")
+	}
+}
+
 func TestUIEmailWithoutBody(t *testing.T) {
 	u := newUI(t, Options{})
 	u.login()

@@ -168,6 +168,12 @@ func BenchmarkIngest(b *testing.B) {
 		b.Run("engine=bbolt", func(b *testing.B) {
 			runLoad(b, startDaemon(b, openDB(b), Options{}), 100)
 		})
+		// Each message verified after its 250 (spec §12), its verdict
+		// stored: the verifier's CPU is the server's too.
+		b.Run("engine=bbolt/verify", func(b *testing.B) {
+			db := openDB(b)
+			runLoad(b, startDaemon(b, db, Options{Auth: benchVerifier(b, db)}), 100)
+		})
 		b.Run("engine=postgres", func(b *testing.B) {
 			runLoad(b, serveStore(b, openPostgres(b, newDatabase(b))), 100)
 		})

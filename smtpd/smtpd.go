@@ -3,7 +3,9 @@
 // per accepted recipient) durably before it answers 250. It holds the
 // protocol only: the session, the wire and burner's replies, the limits,
 // the session log's records (spec §13.1), the fault rules' hooks (spec
-// §13.2) and the metrics.
+// §13.2), what the MX saw of each message for its authentication record
+// (spec §12; the verdicts are computed elsewhere, after the commit) and
+// the metrics.
 package smtpd
 
 import (
@@ -69,10 +71,25 @@ type Options struct {
 	// Now is the clock of session records and of SessionLogRate;
 	// time.Now.
 	Now func() time.Time
+	// Auth, when set, verifies each stored message (spec §12): the
+	// message's authentication record, its envelope, is written with it
+	// with status pending, and once the commit is done (the 250 never
+	// waits on DNS) the message goes to Auth. nil verifies nothing: the
+	// envelope is written with status off.
+	Auth Verifier
 
 	// checkWire stands in for the package's checkWire in tests; nil means
 	// that one.
 	checkWire func() error
+}
+
+// Verifier takes stored messages for their authentication verdicts (spec
+// §12), off the SMTP path: Submit returns at once, whatever becomes of
+// the message (a full queue is the verifier's to answer), and owns raw
+// from then on. ids are the emails the message was stored as, whose
+// record the verdict replaces; env is what the record holds already.
+type Verifier interface {
+	Submit(ids []string, env storage.Envelope, raw []byte)
 }
 
 // The defaults of Options: what a zero field means. main's configuration
@@ -116,6 +133,7 @@ type Server struct {
 	logRate     *rateLimit
 	faults      Faults // nil: no faults
 	now         func() time.Time
+	auth        Verifier // nil: no verification
 
 	// quit is closed when Shutdown begins: a fault rule's delay ends then.
 	quit     chan struct{}
@@ -190,7 +208,7 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		trusted: opts.TrustedNetworks, stressIdle: opts.StressIdleTimeout, wireErr: opts.checkWire(),
 		maxLine: opts.MaxLineLength, maxSize: opts.MaxMessageBytes, dataTimeout: opts.DataTimeout, metrics: newMetrics(opts.Metrics),
 		maxRcpts: opts.MaxRecipients, node: opts.Node, sessions: opts.SessionLog, logRate: newRateLimit(opts.SessionLogRate),
-		faults: opts.Faults, now: opts.Now, quit: make(chan struct{}), bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+		faults: opts.Faults, now: opts.Now, auth: opts.Auth, quit: make(chan struct{}), bigSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if len(opts.Domains) > 0 {
 		s.domains = make(map[string]bool, len(opts.Domains))
 		for _, d := range opts.Domains {
@@ -484,6 +502,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}
 	msg.Session = ss.delivering(int64(len(raw) - head))
+	msg.Auth = ss.authRecord()
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
 	ss.delivered(msg.Session, emails, err)
 	if errors.Is(err, storage.ErrFull) {
@@ -503,6 +522,17 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.metrics.rejected.WithLabelValues(rejectStorage).Inc()
 		return errTempStorage
 	}
+	if ss.srv.auth != nil {
+		// The buffer goes back to the pool when Data returns, and the
+		// verifier holds the message longer: it gets a copy of its own,
+		// which costs a third of a buffer grown anew for the next
+		// message (BenchmarkAuthJobBytes).
+		ids := make([]string, len(emails))
+		for i, e := range emails {
+			ids[i] = e.ID
+		}
+		ss.srv.auth.Submit(ids, msg.Auth.Envelope, bytes.Clone(raw))
+	}
 	ss.srv.metrics.ingestLag.Observe(time.Since(received).Seconds())
 	ss.srv.metrics.accepted.Inc()
 	ss.srv.metrics.bytes.Add(float64(len(raw)))
@@ -517,6 +547,23 @@ func (ss *session) Data(r io.Reader) (err error) {
 		}
 	}
 	return nil
+}
+
+// authRecord returns the authentication record the message is stored
+// with (spec §12): what the MX saw of its delivery, status pending when a
+// verifier is to replace it with the verdicts, else off.
+func (ss *session) authRecord() *storage.AuthResult {
+	r := &storage.AuthResult{Status: storage.AuthOff, Envelope: storage.Envelope{Helo: ss.conn.Hostname(), MailFrom: ss.from}}
+	if ss.srv.auth != nil {
+		r.Status = storage.AuthPending
+	}
+	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
+		r.Envelope.ClientIP = addr.AddrPort().Addr().Unmap()
+	}
+	if cs, ok := ss.conn.TLSConnectionState(); ok {
+		r.Envelope.TLS = &storage.TLS{Version: tls.VersionName(cs.Version), Cipher: tls.CipherSuiteName(cs.CipherSuite)}
+	}
+	return r
 }
 
 // writeReceived starts the stored message with a Received header (RFC 5321

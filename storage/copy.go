@@ -27,6 +27,9 @@ type StoredMessage struct {
 	// Attachments is the stored attachment index (Engine.Attachments), or
 	// nil when none is stored yet.
 	Attachments *Attachments
+	// Auth is the stored authentication record (Engine.Auth), or nil when
+	// none is stored.
+	Auth *AuthResult
 	// Emails are the message's emails that the store still holds, in
 	// arrival order; one at least. Only their ID, To, ReceivedAt and Read
 	// are the emails' own: their sender, subject and body are Message's.

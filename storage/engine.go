@@ -73,6 +73,29 @@ type Engine interface {
 	// last email of its message.
 	PutAttachments(ctx context.Context, id string, a Attachments) error
 
+	// Auth returns the authentication record of the message of email id
+	// (spec §12), one for all the emails of that message: the envelope
+	// recorded at delivery (Message.Auth) and, once its Status is
+	// AuthDone, the verdicts. A message stored without one reads as
+	// Status AuthOff with a zero Envelope. It returns ErrNotFound when
+	// there is no email with id.
+	Auth(ctx context.Context, id string) (AuthResult, error)
+	// PutAuth stores r as the authentication record of the message of
+	// each email of ids, replacing the one stored, and wakes the
+	// AuthChanged waiters of ids. ids are the emails of one delivery, as
+	// smtpd hands them to the verifier, or some of them: those deleted
+	// since are passed over, and PutAuth returns ErrNotFound when none is
+	// left (a verdict that came after its message was deleted); an error
+	// wrapping ErrFull when the store has no room for it, as
+	// PutAttachments. The record goes with the last email of its message.
+	PutAuth(ctx context.Context, ids []string, r AuthResult) error
+	// AuthChanged returns a channel that is closed once PutAuth has stored
+	// a record for email id after the call, on this node or any other, or
+	// when the engine may have missed one (the notifications of other
+	// nodes lost): a waiter takes the channel first, then reads Auth, and
+	// reads again when it is closed.
+	AuthChanged(id string) <-chan struct{}
+
 	// CreateKey makes a new API key called name (trimmed; ValidKeyName, or
 	// ErrBadKeyName) with scope, and returns it with its secret, which is
 	// never stored. The scope's patterns must pass ParseInboxPattern (or

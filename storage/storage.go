@@ -82,6 +82,12 @@ type Message struct {
 	// none is kept. Deliver does not keep it past its return.
 	// TODO(smtpwire): boltdb and postgres do not write it yet.
 	Session *SMTPSession
+	// Auth is the message's authentication record (spec §12) as smtpd
+	// makes it at delivery: the envelope, with status AuthPending (or
+	// AuthOff when nothing verifies), for Deliver to write in the
+	// delivery's own commit, one for all the emails it stores. nil keeps
+	// none: Engine.Auth then reads AuthOff.
+	Auth *AuthResult
 }
 
 // Email returns the email m makes for the recipient address to, with id,

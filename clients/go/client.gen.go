@@ -15,6 +15,138 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuthDkimResult.
+const (
+	AuthDkimResultFail      AuthDkimResult = "fail"
+	AuthDkimResultNeutral   AuthDkimResult = "neutral"
+	AuthDkimResultPass      AuthDkimResult = "pass"
+	AuthDkimResultPermerror AuthDkimResult = "permerror"
+	AuthDkimResultTemperror AuthDkimResult = "temperror"
+)
+
+// Valid indicates whether the value is a known member of the AuthDkimResult enum.
+func (e AuthDkimResult) Valid() bool {
+	switch e {
+	case AuthDkimResultFail:
+		return true
+	case AuthDkimResultNeutral:
+		return true
+	case AuthDkimResultPass:
+		return true
+	case AuthDkimResultPermerror:
+		return true
+	case AuthDkimResultTemperror:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthDmarcPolicy.
+const (
+	AuthDmarcPolicyLessThannil AuthDmarcPolicy = "<nil>"
+	AuthDmarcPolicyNone        AuthDmarcPolicy = "none"
+	AuthDmarcPolicyQuarantine  AuthDmarcPolicy = "quarantine"
+	AuthDmarcPolicyReject      AuthDmarcPolicy = "reject"
+)
+
+// Valid indicates whether the value is a known member of the AuthDmarcPolicy enum.
+func (e AuthDmarcPolicy) Valid() bool {
+	switch e {
+	case AuthDmarcPolicyLessThannil:
+		return true
+	case AuthDmarcPolicyNone:
+		return true
+	case AuthDmarcPolicyQuarantine:
+		return true
+	case AuthDmarcPolicyReject:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthDmarcResult.
+const (
+	AuthDmarcResultFail      AuthDmarcResult = "fail"
+	AuthDmarcResultNone      AuthDmarcResult = "none"
+	AuthDmarcResultPass      AuthDmarcResult = "pass"
+	AuthDmarcResultPermerror AuthDmarcResult = "permerror"
+	AuthDmarcResultTemperror AuthDmarcResult = "temperror"
+)
+
+// Valid indicates whether the value is a known member of the AuthDmarcResult enum.
+func (e AuthDmarcResult) Valid() bool {
+	switch e {
+	case AuthDmarcResultFail:
+		return true
+	case AuthDmarcResultNone:
+		return true
+	case AuthDmarcResultPass:
+		return true
+	case AuthDmarcResultPermerror:
+		return true
+	case AuthDmarcResultTemperror:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthSpfResult.
+const (
+	AuthSpfResultFail      AuthSpfResult = "fail"
+	AuthSpfResultNeutral   AuthSpfResult = "neutral"
+	AuthSpfResultNone      AuthSpfResult = "none"
+	AuthSpfResultPass      AuthSpfResult = "pass"
+	AuthSpfResultPermerror AuthSpfResult = "permerror"
+	AuthSpfResultSoftfail  AuthSpfResult = "softfail"
+	AuthSpfResultTemperror AuthSpfResult = "temperror"
+)
+
+// Valid indicates whether the value is a known member of the AuthSpfResult enum.
+func (e AuthSpfResult) Valid() bool {
+	switch e {
+	case AuthSpfResultFail:
+		return true
+	case AuthSpfResultNeutral:
+		return true
+	case AuthSpfResultNone:
+		return true
+	case AuthSpfResultPass:
+		return true
+	case AuthSpfResultPermerror:
+		return true
+	case AuthSpfResultSoftfail:
+		return true
+	case AuthSpfResultTemperror:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthStatus.
+const (
+	Done    AuthStatus = "done"
+	Off     AuthStatus = "off"
+	Pending AuthStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AuthStatus enum.
+func (e AuthStatus) Valid() bool {
+	switch e {
+	case Done:
+		return true
+	case Off:
+		return true
+	case Pending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok          HealthStatus = "ok"
@@ -67,6 +199,97 @@ type Attachment struct {
 	// Size Its size in bytes, transfer encoding decoded.
 	Size int64 `json:"size"`
 }
+
+// Auth What the receiving MX saw of one message (spec §12). Result words are RFC 8601's.
+//
+// Examples: {"authenticationResults":"mx.example.test; spf=pass smtp.mailfrom=example.com; dkim=pass header.d=example.com header.s=s1; dmarc=pass header.from=example.com","client":{"fcrdns":true,"helo":"mail.example.com","ip":"203.0.113.7","ptr":"mail.example.com"},"dkim":[{"domain":"example.com","result":"pass","selector":"s1"}],"dmarc":{"dkimAligned":true,"domain":"example.com","policy":"reject","result":"pass","spfAligned":true},"mailFrom":"bounce@example.com","spf":{"domain":"example.com","result":"pass"},"status":"done","tls":{"cipher":"TLS_AES_128_GCM_SHA256","version":"TLS 1.3"}}
+type Auth struct {
+	// AuthenticationResults The RFC 8601 Authentication-Results value of the verdicts, its authserv-id `smtp.hostname`; null until `done`. It is not written into the stored message.
+	AuthenticationResults *string `json:"authenticationResults"`
+	Client                struct {
+		// Fcrdns `ptr` resolves back to `ip` (forward-confirmed reverse DNS).
+		Fcrdns bool `json:"fcrdns"`
+
+		// Helo The HELO/EHLO name it gave (the one after STARTTLS).
+		Helo string `json:"helo"`
+
+		// Ip The SMTP client's address; "" when not recorded.
+		Ip string `json:"ip"`
+
+		// Ptr Its name in reverse DNS, without the final dot: the one that resolves back to `ip` when one does; null without a PTR record (and until the verdicts are in).
+		Ptr *string `json:"ptr"`
+	} `json:"client"`
+
+	// Dkim One verdict per DKIM-Signature field, in header order; `[]` for an unsigned message (and until `done`). Only the first 5 are verified; any more are `permerror` "too many signatures".
+	Dkim []struct {
+		// Domain Its d= tag.
+		Domain string `json:"domain"`
+
+		// Error Why it did not pass; absent when it passed.
+		Error *string `json:"error,omitempty"`
+
+		// Result `fail`: the body hash or the signature does not verify.
+		Result AuthDkimResult `json:"result"`
+
+		// Selector Its s= tag.
+		Selector string `json:"selector"`
+	} `json:"dkim"`
+
+	// Dmarc DMARC (RFC 7489) of the From header's domain; null until `done`.
+	Dmarc *struct {
+		// DkimAligned A DKIM signature passed for a domain aligned with the From domain.
+		DkimAligned bool `json:"dkimAligned"`
+
+		// Domain The From header's domain; "" when the message has none.
+		Domain string `json:"domain"`
+
+		// Policy What the record asks of failing mail (sp= for a subdomain); null without a record.
+		Policy *AuthDmarcPolicy `json:"policy"`
+
+		// Result `none`: no DMARC record.
+		Result AuthDmarcResult `json:"result"`
+
+		// SpfAligned SPF passed for a domain aligned with the From domain in the record's mode (relaxed without a record).
+		SpfAligned bool `json:"spfAligned"`
+	} `json:"dmarc"`
+
+	// MailFrom The MAIL FROM reverse-path; "" for `<>`.
+	MailFrom string `json:"mailFrom"`
+
+	// Spf SPF (RFC 7208) of the client's address; null until `done`.
+	Spf *struct {
+		// Domain The domain checked: MAIL FROM's, or the HELO name for `<>`.
+		Domain string        `json:"domain"`
+		Result AuthSpfResult `json:"result"`
+	} `json:"spf"`
+
+	// Status `pending` until every verdict is in; `done`; `off` when burner does not verify (`auth.verify = false`).
+	Status AuthStatus `json:"status"`
+
+	// Tls The channel after STARTTLS, named as Go's crypto/tls names it; null when the message came without STARTTLS.
+	Tls *struct {
+		// Cipher Examples: TLS_AES_128_GCM_SHA256
+		Cipher string `json:"cipher"`
+
+		// Version Examples: TLS 1.3
+		Version string `json:"version"`
+	} `json:"tls"`
+}
+
+// AuthDkimResult `fail`: the body hash or the signature does not verify.
+type AuthDkimResult string
+
+// AuthDmarcPolicy What the record asks of failing mail (sp= for a subdomain); null without a record.
+type AuthDmarcPolicy string
+
+// AuthDmarcResult `none`: no DMARC record.
+type AuthDmarcResult string
+
+// AuthSpfResult defines model for Auth.Spf.Result.
+type AuthSpfResult string
+
+// AuthStatus `pending` until every verdict is in; `done`; `off` when burner does not verify (`auth.verify = false`).
+type AuthStatus string
 
 // Email One received email, as one recipient got it: exactly these eight fields.
 //
@@ -266,6 +489,12 @@ type ListEmailsParams struct {
 	Wait *int32 `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// GetEmailAuthParams defines parameters for GetEmailAuth.
+type GetEmailAuthParams struct {
+	// Wait Long poll: while `status` is `pending`, hold the request up to this many seconds until the verdicts are in. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60.", checked before the id. An empty value counts as not given.
+	Wait *int32 `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
 // ListEmailCodesParams defines parameters for ListEmailCodes.
 type ListEmailCodesParams struct {
 	// Pattern An RE2 regular expression (Go's regexp) that replaces the default rule: every match in the subject, then in the text, each once; its first capturing group when it has one; empty matches are skipped. At most 256 characters. Else 400 "'pattern' must be a valid regular expression." An empty value counts as not given.
@@ -396,6 +625,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 	GetAttachment(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEmailAuth What the receiving MX saw: SPF, DKIM, DMARC and TLS
+	//
+	// The authentication results of the message (spec §12), one for all its recipients' copies: the client and the channel recorded when it was accepted, and the verdicts computed after its `250`, off the SMTP path: SPF (RFC 7208) for the MAIL FROM domain (the HELO name for `<>`), each DKIM-Signature (RFC 6376) in header order, DMARC (RFC 7489) for the From domain with the alignment its record asks for, and whether the client's PTR name resolves back to its address. `status` is `pending` until the verdicts are in (within `dns.timeout` of the `250`, 5 s by default), `off` when burner does not verify (`auth.verify = false`, or a message stored before it did). While `pending` or `off`, `spf`, `dmarc` and `authenticationResults` are null and `dkim` is `[]`. The Email object, `/raw` and the webhook payload do not change.
+	//
+	// Corresponds with GET /api/v1/emails/{id}/auth (the `GetEmailAuth` operationId).
+	GetEmailAuth(ctx context.Context, id EmailID, params *GetEmailAuthParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEmailCodes The one-time codes of a message
 	//
@@ -552,6 +788,23 @@ func (c *Client) ListAttachments(ctx context.Context, id EmailID, reqEditors ...
 // Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 func (c *Client) GetAttachment(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAttachmentRequest(c.Server, id, n)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEmailAuth What the receiving MX saw: SPF, DKIM, DMARC and TLS
+//
+// The authentication results of the message (spec §12), one for all its recipients' copies: the client and the channel recorded when it was accepted, and the verdicts computed after its `250`, off the SMTP path: SPF (RFC 7208) for the MAIL FROM domain (the HELO name for `<>`), each DKIM-Signature (RFC 6376) in header order, DMARC (RFC 7489) for the From domain with the alignment its record asks for, and whether the client's PTR name resolves back to its address. `status` is `pending` until the verdicts are in (within `dns.timeout` of the `250`, 5 s by default), `off` when burner does not verify (`auth.verify = false`, or a message stored before it did). While `pending` or `off`, `spf`, `dmarc` and `authenticationResults` are null and `dkim` is `[]`. The Email object, `/raw` and the webhook payload do not change.
+//
+// Corresponds with GET /api/v1/emails/{id}/auth (the `GetEmailAuth` operationId).
+func (c *Client) GetEmailAuth(ctx context.Context, id EmailID, params *GetEmailAuthParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEmailAuthRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1044,6 +1297,67 @@ func NewGetAttachmentRequest(server string, id EmailID, n int32) (*http.Request,
 	return req, nil
 }
 
+// NewGetEmailAuthRequest constructs an http.Request for the GetEmailAuth method
+func NewGetEmailAuthRequest(server string, id EmailID, params *GetEmailAuthParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/emails/%s/auth", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListEmailCodesRequest constructs an http.Request for the ListEmailCodes method
 func NewListEmailCodesRequest(server string, id EmailID, params *ListEmailCodesParams) (*http.Request, error) {
 	var err error
@@ -1516,6 +1830,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/emails/{id}/attachments/{n} (the `GetAttachment` operationId).
 	GetAttachmentWithResponse(ctx context.Context, id EmailID, n int32, reqEditors ...RequestEditorFn) (*GetAttachmentResponse, error)
+
+	// GetEmailAuthWithResponse What the receiving MX saw: SPF, DKIM, DMARC and TLS
+	//
+	// The authentication results of the message (spec §12), one for all its recipients' copies: the client and the channel recorded when it was accepted, and the verdicts computed after its `250`, off the SMTP path: SPF (RFC 7208) for the MAIL FROM domain (the HELO name for `<>`), each DKIM-Signature (RFC 6376) in header order, DMARC (RFC 7489) for the From domain with the alignment its record asks for, and whether the client's PTR name resolves back to its address. `status` is `pending` until the verdicts are in (within `dns.timeout` of the `250`, 5 s by default), `off` when burner does not verify (`auth.verify = false`, or a message stored before it did). While `pending` or `off`, `spf`, `dmarc` and `authenticationResults` are null and `dkim` is `[]`. The Email object, `/raw` and the webhook payload do not change.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/emails/{id}/auth (the `GetEmailAuth` operationId).
+	GetEmailAuthWithResponse(ctx context.Context, id EmailID, params *GetEmailAuthParams, reqEditors ...RequestEditorFn) (*GetEmailAuthResponse, error)
 
 	// ListEmailCodesWithResponse The one-time codes of a message
 	//
@@ -2099,6 +2422,103 @@ func (r GetAttachmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetAttachmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEmailAuthResponse401Headers the declared response headers of an HTTP 401 response for GetEmailAuth
+type GetEmailAuthResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetEmailAuthResponse405Headers the declared response headers of an HTTP 405 response for GetEmailAuth
+type GetEmailAuthResponse405Headers struct {
+	Allow string
+}
+
+type GetEmailAuthResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Auth
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *EmailNotFound
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedGet
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetEmailAuthResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetEmailAuthResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetEmailAuthResponse) GetJSON200() *Auth {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEmailAuthResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEmailAuthResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetEmailAuthResponse) GetJSON404() *EmailNotFound {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r GetEmailAuthResponse) GetJSON405() *NotAllowedGet {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r GetEmailAuthResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEmailAuthResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEmailAuthResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEmailAuthResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEmailAuthResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEmailAuthResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3086,6 +3506,21 @@ func (c *ClientWithResponses) GetAttachmentWithResponse(ctx context.Context, id 
 	return ParseGetAttachmentResponse(rsp)
 }
 
+// GetEmailAuthWithResponse What the receiving MX saw: SPF, DKIM, DMARC and TLS
+//
+// The authentication results of the message (spec §12), one for all its recipients' copies: the client and the channel recorded when it was accepted, and the verdicts computed after its `250`, off the SMTP path: SPF (RFC 7208) for the MAIL FROM domain (the HELO name for `<>`), each DKIM-Signature (RFC 6376) in header order, DMARC (RFC 7489) for the From domain with the alignment its record asks for, and whether the client's PTR name resolves back to its address. `status` is `pending` until the verdicts are in (within `dns.timeout` of the `250`, 5 s by default), `off` when burner does not verify (`auth.verify = false`, or a message stored before it did). While `pending` or `off`, `spf`, `dmarc` and `authenticationResults` are null and `dkim` is `[]`. The Email object, `/raw` and the webhook payload do not change.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/emails/{id}/auth (the `GetEmailAuth` operationId).
+func (c *ClientWithResponses) GetEmailAuthWithResponse(ctx context.Context, id EmailID, params *GetEmailAuthParams, reqEditors ...RequestEditorFn) (*GetEmailAuthResponse, error) {
+	rsp, err := c.GetEmailAuth(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEmailAuthResponse(rsp)
+}
+
 // ListEmailCodesWithResponse The one-time codes of a message
 //
 // The verification codes in the decoded subject, then in the text `/text` returns (spec §7), for a test of a sign-up or login flow. By default: 4 to 8 ASCII digits, or two groups of 3 or of 4 joined by one space or hyphen (returned joined), standing alone, not in a URL or an email address, not part of a larger number, date or time, not a price or quantity; a 4-digit year (1900-2099) only after a keyword. Codes with a keyword (code, codes, otp, pin, passcode, password, verification, verify, confirm, confirmation, security, login, sign-in, one-time, token, 2fa: a whole word, in any case, within the 40 characters before the code on its line) come first, then the others; subject before text, in order, each code once.
@@ -3705,6 +4140,97 @@ func ParseGetAttachmentResponse(rsp *http.Response) (*GetAttachmentResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 405:
 		var headers GetAttachmentResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEmailAuthResponse parses an HTTP response from a GetEmailAuthWithResponse call
+func ParseGetEmailAuthResponse(rsp *http.Response) (*GetEmailAuthResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEmailAuthResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Auth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EmailNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedGet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetEmailAuthResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetEmailAuthResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -56,6 +57,10 @@ func clientCalls(id string) map[string]clientCall {
 		},
 		"listEmailCodes": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.ListEmailCodesWithResponse(ctx, id, &apiclient.ListEmailCodesParams{Pattern: ptr(`(\d+)`)}, ed...)
+		},
+		"getEmailAuth": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			wait := int32(1)
+			return c.GetEmailAuthWithResponse(ctx, id, &apiclient.GetEmailAuthParams{Wait: &wait}, ed...)
 		},
 		// Only for answers that end: a 200 is a stream that does not.
 		"streamEvents": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
@@ -288,6 +293,34 @@ func TestOpenAPIClient(t *testing.T) {
 		res, err = c.ListEmailsWithResponse(ctx, &apiclient.ListEmailsParams{To: "a@b"})
 		if err != nil || res.JSON400 == nil || res.JSON400.Error != "Invalid local part. Only alphanumeric characters and _-+. are allowed." {
 			t.Errorf("ListEmails(to=a@b) = %v, %v; want 400 Invalid local part", answer(res), err)
+		}
+	})
+
+	t.Run("getEmailAuth", func(t *testing.T) {
+		r := storage.AuthResult{
+			Status:                storage.AuthDone,
+			Envelope:              storage.Envelope{ClientIP: netip.MustParseAddr("203.0.113.7"), Helo: "mail.example.com", MailFrom: "bounce@example.com"},
+			SPF:                   storage.SPFResult{Result: storage.AuthSoftFail, Domain: "example.com"},
+			DKIM:                  []storage.DKIMResult{{Result: storage.AuthFail, Domain: "example.com", Selector: "s1", Error: "body hash did not verify"}},
+			DMARC:                 storage.DMARCResult{Result: storage.AuthNone, Domain: "example.com"},
+			AuthenticationResults: "mx; spf=softfail",
+		}
+		e := a.deliver("carol@example.com", storage.Message{Raw: []byte("\r\n"), Auth: &r})
+		res, err := c.GetEmailAuthWithResponse(ctx, e.ID, nil)
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("GetEmailAuth = %v, %v; want 200", answer(res), err)
+		}
+		got := res.JSON200
+		if got.Status != apiclient.Done || got.Client.Ip != "203.0.113.7" || got.Client.Ptr != nil || got.Tls != nil || got.MailFrom != "bounce@example.com" ||
+			got.Spf == nil || got.Spf.Result != apiclient.AuthSpfResultSoftfail || len(got.Dkim) != 1 || got.Dkim[0].Error == nil ||
+			*got.Dkim[0].Error != "body hash did not verify" || got.Dmarc == nil || got.Dmarc.Policy != nil ||
+			got.AuthenticationResults == nil || *got.AuthenticationResults != "mx; spf=softfail" {
+			t.Errorf("GetEmailAuth = %+v; want the record stored", got)
+		}
+		wait := int32(61)
+		res, err = c.GetEmailAuthWithResponse(ctx, e.ID, &apiclient.GetEmailAuthParams{Wait: &wait})
+		if err != nil || res.JSON400 == nil || res.JSON400.Error != "'wait' must be an integer from 1 to 60." {
+			t.Errorf("GetEmailAuth(wait=61) = %v, %v; want 400", answer(res), err)
 		}
 	})
 

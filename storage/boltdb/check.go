@@ -19,8 +19,8 @@ import (
 // email record decodes and is indexed by its id, the inbox counts are the
 // numbers of emails, each message's reference count is the number of
 // emails that share it and it has its raw source, every email's search
-// signature is its message's, every attachment index decodes and belongs
-// to a message, every key has its hash entry, and every UI session record
+// signature is its message's, every attachment index and authentication
+// record decodes and belongs to a message, every key has its hash entry, and every UI session record
 // decodes. It reads everything, so it takes a while on a large file.
 //
 // bbolt's check reads the free list, which writers change, so Check holds
@@ -45,7 +45,7 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.CheckReport{}, err
 	}
-	for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes} {
+	for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketAuth, bucketKeys, bucketKeyHashes} {
 		if tx.Bucket(name) == nil {
 			r.Problemf("bucket %q is missing", name)
 		}
@@ -64,6 +64,7 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 		return storage.CheckReport{}, err
 	}
 	checkParts(tx, &r)
+	checkAuth(tx, &r)
 	checkKeys(tx, &r)
 	checkSessions(tx, &r)
 	return r, nil

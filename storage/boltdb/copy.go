@@ -99,7 +99,7 @@ func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMes
 	}); err != nil {
 		return err
 	}
-	raws, parts := tx.Bucket(bucketRaw), tx.Bucket(bucketParts)
+	raws, parts, auths := tx.Bucket(bucketRaw), tx.Bucket(bucketParts), tx.Bucket(bucketAuth)
 	n := 0
 	return tx.Bucket(bucketContents).ForEach(func(ckey, rec []byte) error {
 		if n++; n%256 == 0 {
@@ -134,6 +134,13 @@ func exportMessages(ctx context.Context, tx *bolt.Tx, fn func(*storage.StoredMes
 			if ok {
 				m.Attachments = &a
 			}
+		}
+		if v := auths.Get(ckey); v != nil {
+			r, err := record.DecodeAuth(v)
+			if err != nil {
+				return fmt.Errorf("authentication record %x: %w", ckey, err)
+			}
+			m.Auth = &r
 		}
 		return fn(m)
 	})
@@ -312,9 +319,12 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 		emails[i] = email{inbox: inboxName(storage.LocalPart(e.To)), at: e.ReceivedAt, id: ids[i],
 			rec: encodeEmail(&e, ids[i], make([]byte, 8), sig)}
 	}
-	var parts []byte
+	var parts, auth []byte
 	if m.Attachments != nil {
 		parts = record.EncodeAttachments(*m.Attachments)
+	}
+	if m.Auth != nil {
+		auth = record.EncodeAuth(*m.Auth)
 	}
 	return func(tx *bolt.Tx) error {
 		contents, eb, ids := tx.Bucket(bucketContents), tx.Bucket(bucketEmails), tx.Bucket(bucketIDs)
@@ -331,6 +341,11 @@ func importMessage(m *storage.StoredMessage) (func(*bolt.Tx) error, error) {
 		}
 		if parts != nil {
 			if err := tx.Bucket(bucketParts).Put(ckey, parts); err != nil {
+				return err
+			}
+		}
+		if auth != nil {
+			if err := tx.Bucket(bucketAuth).Put(ckey, auth); err != nil {
 				return err
 			}
 		}

@@ -32,7 +32,7 @@ const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
+// auth.go for auth; keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
 // sessions.go for sessions.
 var (
 	bucketMeta      = []byte("meta")
@@ -89,7 +89,12 @@ type DB struct {
 	hooks  []storage.Hook // Options.Hooks, their scopes cleaned
 	outbox outbox         // leases and outcomes of webhook events (outbox.go)
 
-	changes commit.Notifier // wakes the waiters of Changed
+	changes     commit.Notifier // wakes the waiters of Changed
+	authChanges commit.Notifier // wakes the waiters of AuthChanged, by email id
+
+	verdictMu    sync.Mutex
+	verdicts     []*delivery // PutAuth's records waiting for a commit (auth.go)
+	verdictFlush bool        // a flushVerdicts is scheduled
 
 	usage keyring.Usage // key uses not yet written
 
@@ -228,7 +233,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions, bucketAuth} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"burner/storage"
@@ -55,6 +56,9 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// share only writes.
 	var sig []byte
 	d.content, d.raw, sig = encodeContent(len(to), msg)
+	if msg.Auth != nil {
+		d.auth = record.EncodeAuth(*msg.Auth)
+	}
 	for i := range emails {
 		// The content key is known only in the transaction, which
 		// writes it into the record.
@@ -87,6 +91,13 @@ type delivery struct {
 	to       []string    // the recipient addresses
 	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
 	eventMsg []byte      // what the events share, encoded
+	// auth is the message's authentication record (auth.go), or nil. A
+	// delivery without records is a PutAuth's: it writes auth for the
+	// emails of ids alone, counts those still stored in found, and is
+	// told on committed that its commit has run.
+	auth      []byte
+	found     int
+	committed chan struct{}
 
 	err error // the outcome of its commit, set by commitBatch
 
@@ -96,6 +107,9 @@ type delivery struct {
 // it shared failed, so it only writes values computed before and sequences
 // that a rollback resets.
 func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
+	if d.records == nil {
+		return d.putAuth(tx)
+	}
 	contents, raw, eb := tx.Bucket(bucketContents), tx.Bucket(bucketRaw), tx.Bucket(bucketEmails)
 	cseq, err := contents.NextSequence()
 	if err != nil {
@@ -107,6 +121,11 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 	}
 	if err := raw.Put(ckey, d.raw); err != nil {
 		return err
+	}
+	if d.auth != nil {
+		if err := tx.Bucket(bucketAuth).Put(ckey, d.auth); err != nil {
+			return err
+		}
 	}
 	c := eb.Cursor()
 	for i, rec := range d.records {
@@ -157,6 +176,20 @@ const maxBatch = 256
 // delivery. When that transaction fails, each delivery is retried alone,
 // so that one that cannot be stored does not fail the others.
 func (db *DB) commitBatch(batch []*delivery) {
+	// The verdicts waiting ride in this commit (auth.go).
+	verdicts := db.takeVerdicts()
+	batch = append(batch, verdicts...)
+	defer func() {
+		for _, v := range verdicts {
+			close(v.committed)
+		}
+	}()
+	if !slices.ContainsFunc(batch, func(d *delivery) bool { return d.records != nil || d.ids != nil }) {
+		for _, d := range batch {
+			d.err = nil // flushVerdicts' empty delivery, whose verdicts another commit took
+		}
+		return
+	}
 	fail := errors.New("commit abandoned")
 	for _, d := range batch {
 		d.err = fail // until the commit says otherwise, even after a panic

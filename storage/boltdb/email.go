@@ -194,6 +194,9 @@ func deleteEmail(tx *bolt.Tx, key, rec []byte) error {
 		if err := tx.Bucket(bucketParts).Delete(ckey); err != nil {
 			return err
 		}
+		if err := tx.Bucket(bucketAuth).Delete(ckey); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketRaw).Delete(ckey)
 	}
 	updated := binary.AppendUvarint(nil, refs-1)

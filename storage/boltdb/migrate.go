@@ -81,6 +81,14 @@ var migrations = [...]migration{
 	// writes it for every inbox. It also keeps a burner that knows only
 	// version 8, which would read the longer values as no count, out.
 	{"inbox newest", addInboxNewest},
+	// 9 -> 10: the auth bucket (auth.go) holds each message's
+	// authentication record (spec §12). Open creates it after the
+	// migrations; messages stored before have none and read as status
+	// off. The step exists so that a burner that knows only version 9,
+	// whose deletions would leave records behind (and whose copy and
+	// backup checks would not carry or check them), refuses the file
+	// instead.
+	{"authentication records", func(*bolt.Tx) error { return nil }},
 }
 
 // addInboxNewest writes, after the count of each inbox (be64 of version

@@ -711,3 +711,57 @@ func TestCheckFindsStaleNewest(t *testing.T) {
 		t.Errorf("Check of a stale newest = %+v, %v; want it reported", r, err)
 	}
 }
+
+// TestVersionNineFileUpgrades: a file of version 9, from before the auth
+// bucket, is brought to the current version with the bucket made; its
+// messages have no authentication record and read as off, the file checks
+// sound, and a burner that knows only version 9, whose deletions would
+// leave records behind, refuses it.
+func TestVersionNineFileUpgrades(t *testing.T) {
+	path := makeFile(t)
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketAuth); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte{9})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+	for _, opts := range []Options{{ReadOnly: true}, {MustExist: true}} {
+		if _, err := Open(path, opts); !errors.Is(err, ErrSchemaOld) {
+			t.Errorf("Open(%+v) of a version 9 file: %v, want ErrSchemaOld", opts, err)
+		}
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a version 9 file: %v", err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	es, err := db.List(ctx, storage.Query{LocalPart: "alice"})
+	if err != nil || len(es) != 2 {
+		t.Fatalf("List(alice) = %d emails, %v", len(es), err)
+	}
+	for _, e := range es {
+		if r, err := db.Auth(ctx, e.ID); err != nil || r.Status != storage.AuthOff {
+			t.Errorf("Auth of an email from before the upgrade = %+v, %v; want status off", r, err)
+		}
+	}
+	if err := db.PutAuth(ctx, []string{es[0].ID}, storage.AuthResult{Status: storage.AuthDone}); err != nil {
+		t.Errorf("PutAuth after the upgrade: %v", err)
+	}
+	if r, err := db.Check(ctx); err != nil || !r.OK() {
+		t.Errorf("Check after the upgrade: %+v, %v", r, err)
+	}
+	if err := migrate(db.bolt, migrations[:8], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
+		t.Errorf("a burner of version 9 opening it: %v, want ErrSchemaNew", err)
+	}
+}

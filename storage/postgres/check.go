@@ -17,7 +17,9 @@ import (
 // of this version; every email points at a message and its body, holds a
 // valid inbox name that is that of its recipient, and has a receivedAt of
 // its own within its inbox; every message has its body and a search text;
-// its headers, links, raw source and attachment index decode, and the
+// its headers, links, raw source, attachment index and authentication
+// record decode (the record is in its message's body, so it belongs to
+// one), and the
 // signature its emails hold, if any, is that of its text and fields (a
 // wrong one would hide it from a search); every key
 // has a valid name, scope and hash; every webhook event has its message.
@@ -118,7 +120,7 @@ func checkEmails(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 // checkMessages decodes what each message and its body hold.
 func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT coalesce(m.id, b.id), m.id IS NOT NULL, b.id IS NOT NULL,
-			m.search_text IS NOT NULL, m.search IS NOT NULL, m.headers, b.links, b.raw, b.attachments,
+			m.search_text IS NOT NULL, m.search IS NOT NULL, m.headers, b.links, b.raw, b.attachments, b.auth,
 			coalesce(convert_to(m.search_text, 'UTF8'), m.search), m.subject, m.from_name, m.from_addr,
 			(SELECT array_agg(DISTINCT e.sig) FROM emails e WHERE e.message = m.id AND e.sig IS NOT NULL)
 		FROM messages m FULL JOIN bodies b ON b.id = m.id`)
@@ -129,12 +131,13 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 		id                           uuid.UUID
 		hasM, hasB, hasText, hasBlob bool
 		headers, links, raw, att     []byte
+		auth                         []byte
 		n                            int
 		buf                          []byte // the raw source, decompressed: reused
 		search, from, fromName, subj []byte
 		sigs                         [][]byte
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &hasM, &hasB, &hasText, &hasBlob, &headers, &links, &raw, &att,
+	_, err = pgx.ForEachRow(rows, []any{&id, &hasM, &hasB, &hasText, &hasBlob, &headers, &links, &raw, &att, &auth,
 		&search, &subj, &fromName, &from, &sigs}, func() error {
 		if n++; n%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -158,6 +161,11 @@ func (db *DB) checkMessages(ctx context.Context, tx pgx.Tx, r *storage.CheckRepo
 			if att != nil {
 				if _, _, err := record.DecodeAttachments(att); err != nil {
 					r.Problemf("message %s: the attachment index does not decode", id)
+				}
+			}
+			if auth != nil {
+				if _, err := record.DecodeAuth(auth); err != nil {
+					r.Problemf("message %s: the authentication record does not decode", id)
 				}
 			}
 		}

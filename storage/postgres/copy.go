@@ -94,7 +94,7 @@ func (db *DB) exportKeys(ctx context.Context, tx pgx.Tx, fn func(storage.StoredK
 // without an email (the leftover of two concurrent deletions, which
 // Sweep removes) is not read.
 const exportSQL = `SELECT e.message, m.id, m.from_addr, m.from_name, m.subject, m.search_text, m.search, m.headers,
-		b.id, b.body, b.plain, b.links, b.raw, b.attachments, e.ids, e.tos, e.times, e.reads
+		b.id, b.body, b.plain, b.links, b.raw, b.attachments, b.auth, e.ids, e.tos, e.times, e.reads
 	FROM (SELECT message, min(seq) AS first, array_agg(id ORDER BY seq) AS ids, array_agg(to_addr ORDER BY seq) AS tos,
 			array_agg(received_at ORDER BY seq) AS times, array_agg(read ORDER BY seq) AS reads
 		FROM emails GROUP BY message) e
@@ -120,6 +120,7 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 			mID, bID                              *uuid.UUID
 			from, fromName, subject, search       []byte
 			headers, body, plain, links, raw, att []byte
+			auth                                  []byte
 			searchText                            *string
 			ids                                   []uuid.UUID
 			tos                                   [][]byte
@@ -127,7 +128,7 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 			reads                                 []bool
 		)
 		if err := rows.Scan(&msgID, &mID, &from, &fromName, &subject, &searchText, &search, &headers,
-			&bID, &body, &plain, &links, &raw, &att, &ids, &tos, &times, &reads); err != nil {
+			&bID, &body, &plain, &links, &raw, &att, &auth, &ids, &tos, &times, &reads); err != nil {
 			return err
 		}
 		if mID == nil || bID == nil {
@@ -159,6 +160,13 @@ func (db *DB) exportMessages(ctx context.Context, tx pgx.Tx, fn func(*storage.St
 			if ok {
 				m.Attachments = &a
 			}
+		}
+		if auth != nil {
+			r, err := record.DecodeAuth(auth)
+			if err != nil {
+				return fmt.Errorf("message %s: authentication record: %w", msgID, err)
+			}
+			m.Auth = &r
 		}
 		m.Emails = make([]storage.Email, len(ids))
 		for i, id := range ids {
@@ -248,6 +256,7 @@ type importRows struct {
 
 	msgs        []messageRow
 	attachments [][]byte
+	auths       [][]byte
 
 	emailIDs, emailMsgs []uuid.UUID
 	emailInboxes        []string
@@ -382,6 +391,11 @@ func (db *DB) addMessage(b *importRows, m *storage.StoredMessage) error {
 		att = record.EncodeAttachments(*m.Attachments)
 	}
 	b.attachments = append(b.attachments, att)
+	var auth []byte
+	if m.Auth != nil {
+		auth = record.EncodeAuth(*m.Auth)
+	}
+	b.auths = append(b.auths, auth)
 	for i, e := range m.Emails {
 		b.emailIDs = append(b.emailIDs, ids[i])
 		b.emailMsgs = append(b.emailMsgs, ids[0])
@@ -438,7 +452,7 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 			k.ID, k.Name, k.Created.UnixMilli(), last, sk.Hash[:], inboxes, k.Scope.ReadOnly, k.Scope.Metrics)
 	}
 	if len(b.msgs) > 0 {
-		cols := make([]any, 0, 14)
+		cols := make([]any, 0, 15)
 		ids := make([]uuid.UUID, len(b.msgs))
 		texts := make([]*string, len(b.msgs))
 		var bytea [11][][]byte
@@ -452,13 +466,13 @@ func (b *importRows) write(ctx context.Context, tx pgx.Tx) error {
 		for _, c := range bytea {
 			cols = append(cols, c)
 		}
-		cols = append(cols, texts, b.attachments)
+		cols = append(cols, texts, b.attachments, b.auths)
 		batch.Queue(`WITH r AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[],
-				$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[])
-				AS r(`+messageColumns+`, attachments)),
+				$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[], $15::bytea[])
+				AS r(`+messageColumns+`, attachments, auth)),
 			m AS (INSERT INTO messages (id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers)
 				SELECT id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers FROM r)
-			INSERT INTO bodies (id, body, plain, links, raw, attachments) SELECT id, body, plain, links, raw, attachments FROM r`,
+			INSERT INTO bodies (id, body, plain, links, raw, attachments, auth) SELECT id, body, plain, links, raw, attachments, auth FROM r`,
 			cols...)
 		// unnest keeps the order of the arrays, and the identity of seq
 		// counts up in it: the emails keep their arrival order.

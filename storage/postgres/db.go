@@ -98,6 +98,11 @@ type DB struct {
 
 	keys keyCache
 
+	verdictMu    sync.Mutex
+	verdicts     []*authPut      // PutAuth's records waiting for their transaction (auth.go)
+	verdictFlush bool            // a flushVerdicts is scheduled
+	authChanges  commit.Notifier // wakes the waiters of AuthChanged, by email id
+
 	hooks  []storage.Hook  // Options.Hooks, their scopes cleaned
 	events commit.Notifier // woken, per hook id, after a commit that adds events
 

@@ -56,6 +56,9 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 	// What costs CPU happens here, in the caller's goroutine, so that
 	// concurrent deliveries encode in parallel and their commit only writes.
 	d.row = db.messageRow(d.ids[0], msg)
+	if msg.Auth != nil {
+		d.auth = record.EncodeAuth(*msg.Auth)
+	}
 	db.planEvents(d, msg, to)
 	// The leader's context must not cancel the others' commit.
 	db.commits.Do(d, func(batch []*delivery) { db.commitBatch(context.WithoutCancel(ctx), batch) })
@@ -120,6 +123,7 @@ type delivery struct {
 	ids      []uuid.UUID
 	to       [][]byte
 	row      messageRow
+	auth     []byte      // the message's authentication record (auth.go), or nil
 	events   []hookEvent // the webhook events of the emails (outbox.go)
 	eventMsg *eventMessage
 
@@ -256,6 +260,7 @@ type batchRows struct {
 	messages             []uuid.UUID
 	bytea                [11][][]byte // the bytea columns of messageColumns
 	texts                []*string
+	auths                [][]byte
 }
 
 // place gives each email of batch its receivedAt, counting them in held
@@ -283,6 +288,7 @@ func place(batch []*delivery, held map[string]*inboxState) batchRows {
 		}
 		r.messages = append(r.messages, d.row.id)
 		r.texts = append(r.texts, d.row.text)
+		r.auths = append(r.auths, d.auth)
 		for j, v := range d.row.bytea {
 			r.bytea[j] = append(r.bytea[j], v)
 		}
@@ -296,18 +302,19 @@ func place(batch []*delivery, held map[string]*inboxState) batchRows {
 // It returns the messages of the emails the trim deleted.
 func (db *DB) write(ctx context.Context, tx pgx.Tx, batch []*delivery, inboxes []string, held map[string]*inboxState) ([]uuid.UUID, error) {
 	r := place(batch, held)
-	cols := make([]any, 0, 13)
+	cols := make([]any, 0, 14)
 	cols = append(cols, r.messages)
 	for _, c := range r.bytea {
 		cols = append(cols, c)
 	}
-	cols = append(cols, r.texts)
+	cols = append(cols, r.texts, r.auths)
 	var b pgx.Batch
 	b.Queue(`WITH r AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[],
-			$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[]) AS r(`+messageColumns+`)),
+			$7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11::bytea[], $12::bytea[], $13::text[], $14::bytea[])
+			AS r(`+messageColumns+`, auth)),
 		m AS (INSERT INTO messages (id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers)
 			SELECT id, from_addr, from_name, subject, fsubject, fsender, search_text, search, headers FROM r)
-		INSERT INTO bodies (id, body, plain, links, raw) SELECT id, body, plain, links, raw FROM r`,
+		INSERT INTO bodies (id, body, plain, links, raw, auth) SELECT id, body, plain, links, raw, auth FROM r`,
 		cols...)
 	// unnest keeps the order of the arrays, and the identity of seq
 	// counts up in it: arrival order within the batch.

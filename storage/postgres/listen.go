@@ -54,6 +54,7 @@ func (db *DB) notify(inbox string) {
 // been lost with the connection that listened for them.
 func (db *DB) wakeAll() {
 	db.wakeAllHooks()
+	db.authChanges.NotifyAll()
 	db.waitedMu.Lock()
 	defer db.waitedMu.Unlock()
 	for inbox := range db.waited {
@@ -63,7 +64,8 @@ func (db *DB) wakeAll() {
 }
 
 // listen holds the node's one LISTEN connection and wakes the waiters of
-// the inboxes other nodes deliver to. When the connection is lost it
+// the inboxes other nodes deliver to, and of the verdicts they store
+// (auth.go). When the connection is lost it
 // wakes every waiter, so that none sleeps through a delivery it could not
 // hear of, and connects again, backing off up to maxBackoff. ready
 // receives the outcome of the first attempt: nil once LISTEN has taken
@@ -113,7 +115,7 @@ func (db *DB) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, listening fun
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+channel+"; LISTEN "+authChannel); err != nil {
 		return err
 	}
 	// Deliveries of other nodes that committed while this node was not
@@ -124,6 +126,10 @@ func (db *DB) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, listening fun
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == authChannel {
+			db.heardAuth(n.Payload)
+			continue
 		}
 		node, inboxes, ok := strings.Cut(n.Payload, "\t")
 		if !ok || node == db.node { // this node woke its own waiters at commit

@@ -38,6 +38,8 @@ import (
 //	          returned: the body, the plain text and links, the raw source
 //	          compressed by burner (zstd, so stored EXTERNAL: PostgreSQL
 //	          does not compress it again), and the attachment index.
+//	          Since version 6 also the authentication record (auth,
+//	          auth.go; NULL for a message stored before: status off).
 //	emails:   one row per recipient: its id, inbox, receivedAt, the arrival
 //	          order (seq) and its message. (inbox, received_at, seq) is the
 //	          order of List. No foreign key to messages: a message (and its
@@ -149,6 +151,7 @@ var migrations = []string{
 	ALTER TABLE emails ALTER COLUMN sig SET STORAGE PLAIN;`,
 	`ALTER TABLE keys ADD COLUMN metrics boolean NOT NULL DEFAULT false;
 	ALTER TABLE keys ADD CONSTRAINT keys_metrics_alone CHECK (NOT metrics OR (read_only AND cardinality(inboxes) = 0));`,
+	`ALTER TABLE bodies ADD COLUMN auth bytea;`,
 }
 
 // schemaVersion is the version this burner writes and reads.

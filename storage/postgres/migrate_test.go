@@ -181,7 +181,8 @@ func TestMigrateSignatures(t *testing.T) {
 	deliver(db, "old other", "nothing of the sort")
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 3`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; ALTER TABLE bodies DROP COLUMN auth;
+		UPDATE burner_schema SET version = 3`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -197,8 +198,8 @@ func TestMigrateSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 5 || stored != "p" || nulls != 2 {
-		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 5, \"p\" (PLAIN), 2", version, stored, nulls)
+	if version != 6 || stored != "p" || nulls != 2 {
+		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 6, \"p\" (PLAIN), 2", version, stored, nulls)
 	}
 	deliver(db, "new match", "a new needle in the text")
 	deliver(db, "new other", "nothing of the sort")
@@ -232,14 +233,14 @@ func TestMigrateMetricsKeys(t *testing.T) {
 	}
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 4`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; ALTER TABLE bodies DROP COLUMN auth; UPDATE burner_schema SET version = 4`); err != nil {
 		t.Fatal(err)
 	}
 
 	db = openDB(t, dbURL, postgres.Options{})
 	var version int
-	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 5 {
-		t.Errorf("after the migration: version %d, %v; want 5", version, err)
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 6 {
+		t.Errorf("after the migration: version %d, %v; want 6", version, err)
 	}
 	k, err := db.Key(ctx, old.ID)
 	if err != nil || k.Scope.Metrics || !k.Scope.ReadOnly || !slices.Equal(k.Scope.Inboxes, []string{"ci-*"}) {
@@ -253,5 +254,39 @@ func TestMigrateMetricsKeys(t *testing.T) {
 		if _, err := conn.Exec(ctx, `UPDATE keys SET `+set+` WHERE name = 'prom'`); err == nil {
 			t.Errorf("UPDATE keys SET %s of a metrics key: no error; want the constraint to refuse it", set)
 		}
+	}
+}
+
+// TestMigrateAuth: a database of version 5, whose bodies have no auth
+// column, is brought to this version with its messages as they were:
+// they have no authentication record and read as off; new deliveries
+// and verdicts have theirs.
+func TestMigrateAuth(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	db := openDB(t, dbURL, postgres.Options{})
+	old, err := db.Deliver(ctx, &storage.Message{From: "a@x.org", Raw: []byte("x")}, []string{"m@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(ctx, `ALTER TABLE bodies DROP COLUMN auth; UPDATE burner_schema SET version = 5`); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, dbURL, postgres.Options{})
+	if r, err := db.Auth(ctx, old[0].ID); err != nil || r.Status != storage.AuthOff {
+		t.Errorf("Auth of an email from before the migration = %+v, %v; want status off", r, err)
+	}
+	pending := storage.AuthResult{Status: storage.AuthPending, Envelope: storage.Envelope{Helo: "h.x.org"}}
+	es, err := db.Deliver(ctx, &storage.Message{From: "a@x.org", Raw: []byte("y"), Auth: &pending}, []string{"m@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.Auth(ctx, es[0].ID); err != nil || r.Status != storage.AuthPending || r.Envelope.Helo != "h.x.org" {
+		t.Errorf("Auth of an email delivered after the migration = %+v, %v; want it pending, with its HELO", r, err)
+	}
+	if err := db.PutAuth(ctx, []string{old[0].ID}, storage.AuthResult{Status: storage.AuthDone}); err != nil {
+		t.Errorf("PutAuth of an email from before the migration: %v", err)
 	}
 }

@@ -73,6 +73,39 @@ func TestTwoNodes(t *testing.T) {
 	}
 }
 
+// TestTwoNodesAuth: a verdict stored on one node wakes the waiters of
+// the other, of each copy of its message (spec §12: any node answers, and
+// a wait wakes when the verdict lands), and is read there.
+func TestTwoNodesAuth(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	a := openDB(t, dbURL, postgres.Options{})
+	b := openDB(t, dbURL, postgres.Options{})
+	pending := storage.AuthResult{Status: storage.AuthPending}
+	es, err := a.Deliver(ctx, &storage.Message{From: "s@x.org", Raw: []byte("x"), Auth: &pending}, []string{"one@x.org", "two@x.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := deliverTo(t, a, "other", "three@x.org")[0]
+	waiting := []<-chan struct{}{b.AuthChanged(es[0].ID), b.AuthChanged(es[1].ID)}
+	unrelated := b.AuthChanged(other.ID)
+	done := storage.AuthResult{Status: storage.AuthDone, SPF: storage.SPFResult{Result: storage.AuthNone}}
+	if err := a.PutAuth(ctx, []string{es[0].ID, es[1].ID}, done); err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range waiting {
+		waitClosed(t, ch, 5*time.Second, fmt.Sprintf("AuthChanged(%s) on B after PutAuth on A", es[i].To))
+	}
+	select {
+	case <-unrelated:
+		t.Error("AuthChanged of another message on B woken")
+	default:
+	}
+	if r, err := b.Auth(ctx, es[1].ID); err != nil || r.Status != storage.AuthDone || r.SPF.Result != storage.AuthNone {
+		t.Errorf("Auth on B after PutAuth on A = %+v, %v; want the verdict", r, err)
+	}
+}
+
 // TestTwoNodesOneInbox: deliveries from two nodes to one inbox on a
 // frozen clock get distinct receivedAt, and the per-inbox cap holds
 // exactly.

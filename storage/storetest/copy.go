@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,7 +32,8 @@ func CopyConfig() Config {
 
 // FillCopySource fills db, opened with CopyConfig, with what a copy must
 // carry: a message to two inboxes, one read, one with an attachment
-// index, text that folds (ß, Σ) and repeats a line, binary and NUL in a
+// index and an authentication verdict (another message's record is
+// pending), text that folds (ß, Σ) and repeats a line, binary and NUL in a
 // raw source and a search text, a message without subject or body,
 // scoped keys, one used (in memory: Export gives it), a metrics key, and
 // webhook events, one of them retried. It returns the secret of the
@@ -50,10 +52,14 @@ func FillCopySource(t testing.TB, db storage.Engine, cfg Config) string {
 			Headers: []storage.Header{{Name: "Subject", Value: "Welcome to STRASSE"}, {Name: "X-Campaign", Value: "Spring ΣALE"}},
 			Raw:     []byte("Subject: Welcome to STRASSE\r\nX-Campaign: Spring =?utf-8?q?=CE=A3ALE?=\r\n\r\nStra\xc3\x9fe\r\n")},
 			[]string{"Alice@in.test", "ci-build-7@in.test"}},
-		{storage.Message{From: "bounce@y.test", Text: "bin\x00ary \xff", Raw: []byte("\r\n\x00binary\xff")}, []string{"alice@in.test"}},
+		{storage.Message{From: "bounce@y.test", Text: "bin\x00ary \xff", Raw: []byte("\r\n\x00binary\xff"),
+			Auth: &storage.AuthResult{Status: storage.AuthPending, Envelope: storage.Envelope{ClientIP: netip.MustParseAddr("2001:db8::1"),
+				Helo: "y.test", TLS: &storage.TLS{Version: "TLS 1.2", Cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}}}},
+			[]string{"alice@in.test"}},
 		{storage.Message{From: "a@z.test", Subject: ptr("second"), Body: ptr(""), Text: "second", Raw: []byte("Subject: second\r\n\r\n")},
 			[]string{"ci-build-7@in.test", "bob@in.test", "alice@in.test"}},
 	}
+	msgs[0].msg.Auth = &storage.AuthResult{Status: storage.AuthPending, Envelope: copyAuth.Envelope}
 	var stored []storage.Email
 	for _, m := range msgs {
 		es, err := db.Deliver(ctx, &m.msg, m.to)
@@ -67,6 +73,9 @@ func FillCopySource(t testing.TB, db storage.Engine, cfg Config) string {
 	}
 	a := storage.Attachments{Files: []storage.Attachment{{Filename: "a.pdf", ContentType: "application/pdf", Size: 12}}, More: 2, Partial: true, Rules: 3}
 	if err := db.PutAttachments(ctx, stored[0].ID, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutAuth(ctx, []string{stored[0].ID, stored[1].ID}, copyAuth); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := db.CreateKey(ctx, "default", storage.Scope{}); err != nil {
@@ -91,6 +100,17 @@ func FillCopySource(t testing.TB, db storage.Engine, cfg Config) string {
 		t.Fatal(err)
 	}
 	return secret
+}
+
+// copyAuth is the verdict of FillCopySource's first message.
+var copyAuth = storage.AuthResult{
+	Status:   storage.AuthDone,
+	Envelope: storage.Envelope{ClientIP: netip.MustParseAddr("192.0.2.7"), Helo: "mail.x.test", MailFrom: "bounce@x.test"},
+	PTR:      "mail.x.test", FCrDNS: true,
+	SPF:                   storage.SPFResult{Result: storage.AuthPass, Domain: "x.test"},
+	DKIM:                  []storage.DKIMResult{{Result: storage.AuthFail, Domain: "x.test", Selector: "s1", Error: "signature did not verify"}},
+	DMARC:                 storage.DMARCResult{Result: storage.AuthPass, Domain: "x.test", Policy: "none", SPFAligned: true},
+	AuthenticationResults: "mx.test; spf=pass smtp.mailfrom=x.test; dkim=fail header.d=x.test header.s=s1; dmarc=pass header.from=x.test",
 }
 
 // copyStores opens a source filled by FillCopySource and an empty
@@ -281,7 +301,7 @@ func keyNamed(t *testing.T, db storage.Engine, name string) storage.Key {
 // SameStores fails t where a and b, two storage.Exporter, answer
 // differently: stats, inboxes, keys, every list of the inboxes of
 // FillCopySource, email, raw source, content, attachment index and
-// waiting event.
+// authentication record and waiting event.
 func SameStores(t testing.TB, a, b storage.Engine) {
 	t.Helper()
 	ctx := context.Background()
@@ -323,6 +343,7 @@ func SameStores(t testing.TB, a, b storage.Engine) {
 				a, ok, err := db.Attachments(ctx, e.ID)
 				return []any{a, ok}, err
 			})
+			same("Auth "+e.ID, func(db storage.Engine) (any, error) { return db.Auth(ctx, e.ID) })
 		}
 	}
 	same("events", func(db storage.Engine) (any, error) { return exportedEvents(ctx, db) })

@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"SweepMany", testSweepMany},
 		{"MaxBytes", testMaxBytes},
 		{"AttachmentsReplaced", testAttachmentsReplaced},
+		{"Auth", testAuth}, // auth.go
 		{"HeaderAsReceived", testHeaderAsReceived},
 		{"CanceledContext", testCanceledContext},
 		{"Closed", testClosed},

@@ -10,6 +10,12 @@ export type Attachment = components["schemas"]["Attachment"];
  * the optional parts that are on.
  */
 export type Info = components["schemas"]["Info"];
+/**
+ * What burner's MX saw of a message (spec §12): the client, TLS, MAIL FROM
+ * and the SPF, DKIM and DMARC verdicts, as `auth` returns them. `spf`,
+ * `dmarc` and `authenticationResults` are null until `status` is "done".
+ */
+export type Auth = components["schemas"]["Auth"];
 /** How to reach a burner server. */
 export interface BurnerOptions {
     /** The server's base URL, such as `http://127.0.0.1:8080` (a trailing `/api/v1` is accepted). */
@@ -137,6 +143,18 @@ export declare class Burner {
     codes(id: string, options?: {
         pattern?: string;
     }): Promise<string[]>;
+    /**
+     * What burner's MX saw of the message: the client's address, HELO and
+     * PTR, TLS, MAIL FROM, and its SPF, DKIM and DMARC verdicts, computed
+     * within seconds of its arrival. With `wait` (whole seconds, 1 to 60)
+     * the server holds the answer until the verdicts are in (`status`
+     * "done") or that time has passed; without it, a fresh message may
+     * still be "pending".
+     *
+     *     const a = await burner.auth(mail.id, 10);
+     *     assert.equal(a.dmarc?.result, "pass");
+     */
+    auth(id: string, wait?: number): Promise<Auth>;
     /** The files of the message, numbered from 0 (at most 1,000). */
     attachments(id: string): Promise<Attachment[]>;
     /** The bytes of file `n` of the message. */

@@ -190,6 +190,33 @@ export class Burner {
         const q = options.pattern ? { pattern: options.pattern } : undefined;
         return this.#json(emailPath(id, "codes"), q);
     }
+    /**
+     * What burner's MX saw of the message: the client's address, HELO and
+     * PTR, TLS, MAIL FROM, and its SPF, DKIM and DMARC verdicts, computed
+     * within seconds of its arrival. With `wait` (whole seconds, 1 to 60)
+     * the server holds the answer until the verdicts are in (`status`
+     * "done") or that time has passed; without it, a fresh message may
+     * still be "pending".
+     *
+     *     const a = await burner.auth(mail.id, 10);
+     *     assert.equal(a.dmarc?.result, "pass");
+     */
+    async auth(id, wait) {
+        if (wait === undefined)
+            return this.#json(emailPath(id, "auth"));
+        if (!Number.isInteger(wait) || wait < 1 || wait > maxWait) {
+            throw new TypeError(`burner: wait is an integer from 1 to 60, not ${wait}`);
+        }
+        // Whole seconds up to maxWait a request, as waitForEmail asks.
+        const deadline = Date.now() + wait * 1000;
+        for (;;) {
+            const w = Math.min(this.#maxWait, Math.max(1, Math.ceil((deadline - Date.now()) / 1000)));
+            const res = await this.#request("GET", emailPath(id, "auth"), { wait: w }, { timeout: w + waitSlack });
+            const a = JSON.parse(new TextDecoder().decode(res.body));
+            if (a.status !== "pending" || Date.now() >= deadline)
+                return a;
+        }
+    }
     /** The files of the message, numbered from 0 (at most 1,000). */
     async attachments(id) {
         return this.#json(emailPath(id, "attachments"));

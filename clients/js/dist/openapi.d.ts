@@ -200,6 +200,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/emails/{id}/auth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The email's id, a UUID. Any other value is 404 "Email not found", like an id that does not exist. */
+                id: components["parameters"]["EmailID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What the receiving MX saw: SPF, DKIM, DMARC and TLS
+         * @description The authentication results of the message (spec §12), one for all its recipients' copies: the client and the channel recorded when it was accepted, and the verdicts computed after its `250`, off the SMTP path: SPF (RFC 7208) for the MAIL FROM domain (the HELO name for `<>`), each DKIM-Signature (RFC 6376) in header order, DMARC (RFC 7489) for the From domain with the alignment its record asks for, and whether the client's PTR name resolves back to its address. `status` is `pending` until the verdicts are in (within `dns.timeout` of the `250`, 5 s by default), `off` when burner does not verify (`auth.verify = false`, or a message stored before it did). While `pending` or `off`, `spf`, `dmarc` and `authenticationResults` are null and `dkim` is `[]`. The Email object, `/raw` and the webhook payload do not change.
+         */
+        get: operations["getEmailAuth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -384,6 +407,110 @@ export interface components {
          */
         Error: {
             error: string;
+        };
+        /**
+         * @description What the receiving MX saw of one message (spec §12). Result words are RFC 8601's.
+         * @example {
+         *       "status": "done",
+         *       "client": {
+         *         "ip": "203.0.113.7",
+         *         "helo": "mail.example.com",
+         *         "ptr": "mail.example.com",
+         *         "fcrdns": true
+         *       },
+         *       "tls": {
+         *         "version": "TLS 1.3",
+         *         "cipher": "TLS_AES_128_GCM_SHA256"
+         *       },
+         *       "mailFrom": "bounce@example.com",
+         *       "spf": {
+         *         "result": "pass",
+         *         "domain": "example.com"
+         *       },
+         *       "dkim": [
+         *         {
+         *           "result": "pass",
+         *           "domain": "example.com",
+         *           "selector": "s1"
+         *         }
+         *       ],
+         *       "dmarc": {
+         *         "result": "pass",
+         *         "domain": "example.com",
+         *         "policy": "reject",
+         *         "spfAligned": true,
+         *         "dkimAligned": true
+         *       },
+         *       "authenticationResults": "mx.example.test; spf=pass smtp.mailfrom=example.com; dkim=pass header.d=example.com header.s=s1; dmarc=pass header.from=example.com"
+         *     }
+         */
+        Auth: {
+            /**
+             * @description `pending` until every verdict is in; `done`; `off` when burner does not verify (`auth.verify = false`).
+             * @enum {string}
+             */
+            status: "pending" | "done" | "off";
+            client: {
+                /** @description The SMTP client's address; "" when not recorded. */
+                ip: string;
+                /** @description The HELO/EHLO name it gave (the one after STARTTLS). */
+                helo: string;
+                /** @description Its name in reverse DNS, without the final dot: the one that resolves back to `ip` when one does; null without a PTR record (and until the verdicts are in). */
+                ptr: string | null;
+                /** @description `ptr` resolves back to `ip` (forward-confirmed reverse DNS). */
+                fcrdns: boolean;
+            };
+            /** @description The channel after STARTTLS, named as Go's crypto/tls names it; null when the message came without STARTTLS. */
+            tls: {
+                /** @example TLS 1.3 */
+                version: string;
+                /** @example TLS_AES_128_GCM_SHA256 */
+                cipher: string;
+            } | null;
+            /** @description The MAIL FROM reverse-path; "" for `<>`. */
+            mailFrom: string;
+            /** @description SPF (RFC 7208) of the client's address; null until `done`. */
+            spf: {
+                /** @enum {string} */
+                result: "none" | "neutral" | "pass" | "fail" | "softfail" | "temperror" | "permerror";
+                /** @description The domain checked: MAIL FROM's, or the HELO name for `<>`. */
+                domain: string;
+            } | null;
+            /** @description One verdict per DKIM-Signature field, in header order; `[]` for an unsigned message (and until `done`). Only the first 5 are verified; any more are `permerror` "too many signatures". */
+            dkim: {
+                /**
+                 * @description `fail`: the body hash or the signature does not verify.
+                 * @enum {string}
+                 */
+                result: "pass" | "fail" | "neutral" | "temperror" | "permerror";
+                /** @description Its d= tag. */
+                domain: string;
+                /** @description Its s= tag. */
+                selector: string;
+                /** @description Why it did not pass; absent when it passed. */
+                error?: string;
+            }[];
+            /** @description DMARC (RFC 7489) of the From header's domain; null until `done`. */
+            dmarc: {
+                /**
+                 * @description `none`: no DMARC record.
+                 * @enum {string}
+                 */
+                result: "none" | "pass" | "fail" | "temperror" | "permerror";
+                /** @description The From header's domain; "" when the message has none. */
+                domain: string;
+                /**
+                 * @description What the record asks of failing mail (sp= for a subdomain); null without a record.
+                 * @enum {string|null}
+                 */
+                policy: "none" | "quarantine" | "reject" | null;
+                /** @description SPF passed for a domain aligned with the From domain in the record's mode (relaxed without a record). */
+                spfAligned: boolean;
+                /** @description A DKIM signature passed for a domain aligned with the From domain. */
+                dkimAligned: boolean;
+            } | null;
+            /** @description The RFC 8601 Authentication-Results value of the verdicts, its authserv-id `smtp.hostname`; null until `done`. It is not written into the stored message. */
+            authenticationResults: string | null;
         };
         Health: {
             /** @enum {string} */
@@ -906,6 +1033,46 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["MetricsOnly"];
+            404: components["responses"]["EmailNotFound"];
+            405: components["responses"]["NotAllowedGet"];
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getEmailAuth: {
+        parameters: {
+            query?: {
+                /** @description Long poll: while `status` is `pending`, hold the request up to this many seconds until the verdicts are in. A decimal integer from 1 to 60; anything else is 400 "'wait' must be an integer from 1 to 60.", checked before the id. An empty value counts as not given. */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The email's id, a UUID. Any other value is 404 "Email not found", like an id that does not exist. */
+                id: components["parameters"]["EmailID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record; with `wait`, once its verdicts are in or the time has passed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Auth"];
+                };
+            };
+            /** @description `wait` is not an integer from 1 to 60. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];

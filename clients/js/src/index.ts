@@ -20,6 +20,13 @@ export type Attachment = components["schemas"]["Attachment"];
  */
 export type Info = components["schemas"]["Info"];
 
+/**
+ * What burner's MX saw of a message (spec §12): the client, TLS, MAIL FROM
+ * and the SPF, DKIM and DMARC verdicts, as `auth` returns them. `spf`,
+ * `dmarc` and `authenticationResults` are null until `status` is "done".
+ */
+export type Auth = components["schemas"]["Auth"];
+
 type ListQuery = operations["listEmails"]["parameters"]["query"];
 
 /** How to reach a burner server. */
@@ -290,6 +297,32 @@ export class Burner {
   async codes(id: string, options: { pattern?: string } = {}): Promise<string[]> {
     const q = options.pattern ? { pattern: options.pattern } : undefined;
     return this.#json<string[]>(emailPath(id, "codes"), q);
+  }
+
+  /**
+   * What burner's MX saw of the message: the client's address, HELO and
+   * PTR, TLS, MAIL FROM, and its SPF, DKIM and DMARC verdicts, computed
+   * within seconds of its arrival. With `wait` (whole seconds, 1 to 60)
+   * the server holds the answer until the verdicts are in (`status`
+   * "done") or that time has passed; without it, a fresh message may
+   * still be "pending".
+   *
+   *     const a = await burner.auth(mail.id, 10);
+   *     assert.equal(a.dmarc?.result, "pass");
+   */
+  async auth(id: string, wait?: number): Promise<Auth> {
+    if (wait === undefined) return this.#json<Auth>(emailPath(id, "auth"));
+    if (!Number.isInteger(wait) || wait < 1 || wait > maxWait) {
+      throw new TypeError(`burner: wait is an integer from 1 to 60, not ${wait}`);
+    }
+    // Whole seconds up to maxWait a request, as waitForEmail asks.
+    const deadline = Date.now() + wait * 1000;
+    for (;;) {
+      const w = Math.min(this.#maxWait, Math.max(1, Math.ceil((deadline - Date.now()) / 1000)));
+      const res = await this.#request("GET", emailPath(id, "auth"), { wait: w }, { timeout: w + waitSlack });
+      const a = JSON.parse(new TextDecoder().decode(res.body)) as Auth;
+      if (a.status !== "pending" || Date.now() >= deadline) return a;
+    }
   }
 
   /** The files of the message, numbered from 0 (at most 1,000). */

@@ -131,6 +131,28 @@ describe("a sign-up flow", () => {
   });
 });
 
+describe("auth", () => {
+  test("says what the MX saw, and its verdicts once they are in", async () => {
+    const address = burner.newAddress("inbox.test", "auth-");
+    await srv.send({ to: address, subject: "authenticated?", text: "hi" });
+    const mail = await burner.waitForEmail({ to: address, timeout: 30 });
+    // Without a DNS answer every verdict is temperror, within seconds.
+    const a = await burner.auth(mail.id, 30);
+    assert.equal(a.status, "done");
+    assert.deepEqual(a.client, { ip: "127.0.0.1", helo: "client.test", ptr: null, fcrdns: false });
+    assert.equal(a.tls, null);
+    assert.equal(a.mailFrom, "sender@example.test");
+    assert.deepEqual(a.spf, { result: "temperror", domain: "example.test" });
+    assert.deepEqual(a.dkim, []);
+    assert.equal(a.dmarc?.result, "temperror");
+    assert.match(a.authenticationResults ?? "", /^localhost; spf=temperror .*smtp\.mailfrom=example\.test; dkim=none; dmarc=temperror /);
+    assert.deepEqual(await burner.auth(mail.id), a);
+    await assert.rejects(burner.auth(mail.id, 0), TypeError);
+    await assert.rejects(burner.auth(mail.id, 61), TypeError);
+    await assert.rejects(burner.auth("8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11"), (err) => err instanceof BurnerError && err.status === 404);
+  });
+});
+
 describe("listing", () => {
   const to = `list-${localPart(newAddress("x.test"))}+tag`; // a "+" must reach the API as a "+"
   const address = `${to}@inbox.test`;

@@ -14,6 +14,8 @@ import pytest
 
 from burner_client import (
     Attachment,
+    Auth,
+    AuthClient,
     Burner,
     BurnerError,
     Email,
@@ -24,6 +26,7 @@ from burner_client import (
     local_part,
     new_address,
     scoped_address,
+    SPFResult,
 )
 
 
@@ -198,6 +201,31 @@ def test_attachments(client, server):
     ]
     assert client.attachment(mail.id, 0) == bytes([0, 1, 2, 250, 255])
     assert client.text(mail.id).strip() == "Invoice attached."
+
+
+def test_auth_says_what_the_mx_saw(client, server):
+    address = new_address("inbox.test", "auth-")
+    server.send(address, "authenticated?", "hi")
+    mail = client.wait_for_email(address, timeout=20)
+    # Without a DNS answer every verdict is temperror, within seconds.
+    a = client.auth(mail.id, wait=30)
+    assert isinstance(a, Auth)
+    assert a.status == "done"
+    assert a.client.ip == "127.0.0.1" and a.client.ptr is None and not a.client.fcrdns
+    assert a.tls is None
+    assert a.mail_from == "sender@example.test"
+    assert a.spf == SPFResult(result="temperror", domain="example.test")
+    assert a.dkim == []
+    assert a.dmarc is not None and a.dmarc.result == "temperror" and a.dmarc.policy is None
+    assert re.match(r"localhost; spf=temperror .*smtp\.mailfrom=example\.test; dkim=none; dmarc=temperror ", a.authentication_results or "")
+    assert client.auth(mail.id) == a
+    assert isinstance(a.client, AuthClient)
+    for bad in (0, 61, True, 1.5):
+        with pytest.raises(ValueError):
+            client.auth(mail.id, wait=bad)
+    with pytest.raises(BurnerError) as e:
+        client.auth("8b0e2f0e-6d7c-4b1a-9c39-5c2f0c4d8e11")
+    assert e.value.status == 404
 
 
 def test_delete_email_and_clear_inbox(client, server):

@@ -9,6 +9,9 @@ import (
 // Notifier wakes the waiters of an inbox (a `wait` long poll, an event
 // stream) when an email arrives in it. The zero value is ready to use; it
 // is safe for concurrent use. An engine calls Notify after each commit.
+// It keys its waiters by name, so it serves any name that, like an inbox
+// name, is in one canonical form: an email's id, whose waiters wait for
+// its authentication record (spec §12).
 type Notifier struct {
 	mu      sync.Mutex
 	waiting map[string]chan struct{} // inbox name -> closed at its next delivery
@@ -40,5 +43,16 @@ func (n *Notifier) Notify(inbox string) {
 	if ch, ok := n.waiting[inbox]; ok {
 		close(ch)
 		delete(n.waiting, inbox)
+	}
+}
+
+// NotifyAll wakes every waiter, of every name: for an engine that may
+// have missed notifications (its connection to the other nodes lost).
+func (n *Notifier) NotifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for name, ch := range n.waiting {
+		close(ch)
+		delete(n.waiting, name)
 	}
 }

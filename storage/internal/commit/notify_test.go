@@ -30,3 +30,19 @@ func TestNotifierForgetsWokenInboxes(t *testing.T) {
 		t.Errorf("%d inboxes held after waking alice, want 1 (bob)", held)
 	}
 }
+
+func TestNotifyAll(t *testing.T) {
+	var n Notifier
+	a, b := n.Changed("alice"), n.Changed("bob")
+	n.NotifyAll()
+	for name, ch := range map[string]<-chan struct{}{"alice": a, "bob": b} {
+		select {
+		case <-ch:
+		default:
+			t.Errorf("NotifyAll left Changed(%s) open", name)
+		}
+	}
+	if c := n.Changed("alice"); c == a {
+		t.Error("Changed(alice) after NotifyAll gave the closed channel again")
+	}
+}

@@ -2,7 +2,8 @@
 // read what `burner copy` moves between them as it is and the shared
 // Matcher reads either's: uvarint-prefixed strings, header sections and
 // string lists, the attachment index, times as unix milliseconds and the
-// ids of new emails; and it checks what an import brings (clean.go).
+// ids of new emails, authentication records (auth.go); and it checks what
+// an import brings (clean.go).
 package record
 
 import (

@@ -3,6 +3,7 @@
 // directory, and a plain SMTP client to send it mail.
 
 import { spawn, execFile } from "node:child_process";
+import dgram from "node:dgram";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -51,6 +52,9 @@ export async function startBurner() {
   const child = spawn(bin, [...args, "--domain", "inbox.test", "--domain", "other.test"], {
     cwd: dir, // no ./burner.toml there: built-in defaults
     stdio: ["ignore", "ignore", "pipe"],
+    // The verifications of spec §12 ask a loopback port where nothing
+    // listens: no lookup leaves the machine, and each is temperror at once.
+    env: { ...process.env, BURNER_DNS_RESOLVER: await closedPort() },
   });
   let log = "";
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -96,6 +100,15 @@ export async function startBurner() {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+// closedPort returns a loopback UDP address nothing listens on.
+async function closedPort() {
+  const sock = dgram.createSocket("udp4");
+  await new Promise((resolve) => sock.bind(0, "127.0.0.1", resolve));
+  const { port } = sock.address();
+  await new Promise((resolve) => sock.close(resolve));
+  return `127.0.0.1:${port}`;
 }
 
 function splitHostPort(hp) {

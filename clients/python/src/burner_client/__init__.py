@@ -28,8 +28,13 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 __all__ = [
     "Attachment",
+    "Auth",
+    "AuthClient",
+    "AuthTLS",
     "Burner",
     "BurnerError",
+    "DKIMResult",
+    "DMARCResult",
     "Email",
     "Features",
     "Inbox",
@@ -39,6 +44,7 @@ __all__ = [
     "local_part",
     "new_address",
     "scoped_address",
+    "SPFResult",
 ]
 
 __version__ = "0.1.0"
@@ -119,6 +125,105 @@ class Attachment:
             content_type=d["contentType"],
             size=d["size"],
             content_id=d["contentId"],
+        )
+
+
+@dataclass(frozen=True)
+class AuthClient:
+    """Who delivered a message: its address, HELO/EHLO name and PTR."""
+
+    ip: str
+    helo: str
+    #: Its name in reverse DNS; None without a PTR record.
+    ptr: Optional[str]
+    #: ``ptr`` resolves back to ``ip``.
+    fcrdns: bool
+
+
+@dataclass(frozen=True)
+class AuthTLS:
+    """The channel after STARTTLS, as Go's crypto/tls names it."""
+
+    version: str
+    cipher: str
+
+
+@dataclass(frozen=True)
+class SPFResult:
+    """SPF (RFC 7208) of the client's address for ``domain``."""
+
+    result: str
+    domain: str
+
+
+@dataclass(frozen=True)
+class DKIMResult:
+    """The verdict on one DKIM-Signature field (RFC 6376)."""
+
+    result: str
+    domain: str
+    selector: str
+    #: Why it did not pass; "" when it passed.
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DMARCResult:
+    """DMARC (RFC 7489) of the From header's domain."""
+
+    result: str
+    domain: str
+    #: What the record asks of failing mail; None without a record.
+    policy: Optional[str]
+    spf_aligned: bool
+    dkim_aligned: bool
+
+
+@dataclass(frozen=True)
+class Auth:
+    """What burner's MX saw of a message (spec §12), as ``auth`` returns it.
+
+    ``spf``, ``dmarc`` and ``authentication_results`` are None, and
+    ``dkim`` empty, until ``status`` is ``"done"``.
+    """
+
+    #: "pending", "done", or "off" (the server does not verify).
+    status: str
+    client: AuthClient
+    #: None when the message came without STARTTLS.
+    tls: Optional[AuthTLS]
+    #: The MAIL FROM reverse-path; "" for the null sender.
+    mail_from: str
+    spf: Optional[SPFResult]
+    #: One per signature, in header order; empty when unsigned.
+    dkim: List[DKIMResult]
+    dmarc: Optional[DMARCResult]
+    #: The RFC 8601 header value of the verdicts.
+    authentication_results: Optional[str]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Auth":
+        c, t, spf, dmarc = d["client"], d["tls"], d["spf"], d["dmarc"]
+        return cls(
+            status=d["status"],
+            client=AuthClient(ip=c["ip"], helo=c["helo"], ptr=c["ptr"], fcrdns=c["fcrdns"]),
+            tls=None if t is None else AuthTLS(version=t["version"], cipher=t["cipher"]),
+            mail_from=d["mailFrom"],
+            spf=None if spf is None else SPFResult(result=spf["result"], domain=spf["domain"]),
+            dkim=[
+                DKIMResult(result=k["result"], domain=k["domain"], selector=k["selector"], error=k.get("error", ""))
+                for k in d["dkim"]
+            ],
+            dmarc=None
+            if dmarc is None
+            else DMARCResult(
+                result=dmarc["result"],
+                domain=dmarc["domain"],
+                policy=dmarc["policy"],
+                spf_aligned=dmarc["spfAligned"],
+                dkim_aligned=dmarc["dkimAligned"],
+            ),
+            authentication_results=d["authenticationResults"],
         )
 
 
@@ -402,6 +507,30 @@ class Burner:
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             raise ValueError(f"burner: an attachment's index is an integer from 0, not {n!r}")
         return self._request("GET", f"{_email_path(id, 'attachments')}/{n}")[1]
+
+    def auth(self, id: str, wait: Optional[int] = None) -> Auth:
+        """What burner's MX saw of the message: the client's address, HELO
+        and PTR, TLS, MAIL FROM, and its SPF, DKIM and DMARC verdicts,
+        computed within seconds of its arrival.
+
+        With ``wait`` (whole seconds, 1 to 60) the server holds the answer
+        until the verdicts are in (``status`` ``"done"``) or that time has
+        passed; without it, a fresh message may still be ``"pending"``::
+
+            a = burner.auth(mail.id, wait=10)
+            assert a.dmarc.result == "pass"
+        """
+        if wait is None:
+            return Auth.from_json(self._json(_email_path(id, "auth")))
+        if isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= _MAX_WAIT:
+            raise ValueError(f"burner: wait is an integer from 1 to 60, not {wait!r}")
+        # Whole seconds up to max_wait a request, as wait_for_email asks.
+        deadline = time.monotonic() + wait
+        while True:
+            w = min(self._max_wait, max(1, math.ceil(deadline - time.monotonic())))
+            a = Auth.from_json(self._json(_email_path(id, "auth"), {"wait": str(w)}, timeout=w + _WAIT_SLACK))
+            if a.status != "pending" or time.monotonic() >= deadline:
+                return a
 
     def events(
         self,

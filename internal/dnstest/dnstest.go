@@ -1,41 +1,50 @@
-package mailauth
+// Package dnstest gives the tests of several packages (mailauth, server,
+// smtpd, main) what checking mail's authentication needs (spec §12): a
+// DNS server on 127.0.0.1 that answers from records a test adds, servers
+// that never answer or refuse, and DKIM keys, their records and
+// signatures.
+package dnstest
 
 import (
-	"context"
-	"errors"
-	"io"
-	"log/slog"
+	"bytes"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
 	"net"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"burner/storage"
-
+	"github.com/emersion/go-msgauth/dkim"
 	"github.com/miekg/dns"
 )
 
-// testDNS is a DNS server on 127.0.0.1, UDP and TCP on one port, answering
+// Server is a DNS server on 127.0.0.1, UDP and TCP on one port, answering
 // from the records the test adds, and counting the questions it gets.
-type testDNS struct {
-	addr string
+type Server struct {
+	// Addr is the host:port it answers on, UDP and TCP.
+	Addr string
 
 	mu       sync.Mutex
 	rrs      map[string][]dns.RR // by lower-case owner name
 	servfail map[string]bool     // names answered SERVFAIL
-	asked    map[cacheKey]int
+	asked    map[Question]int
 	overTCP  int
-	// udpLimit, when set, truncates UDP answers to that size whatever the
-	// client offers, to send it to TCP.
 	udpLimit int
 }
 
-// startDNS starts a testDNS, stopped at the end of the test.
-func startDNS(t testing.TB) *testDNS {
+// Question is a name (lower case, with its final dot) and a type asked.
+type Question struct {
+	Name string
+	Type uint16
+}
+
+// Start starts a Server, stopped at the end of the test.
+func Start(t testing.TB) *Server {
 	t.Helper()
-	z := &testDNS{rrs: map[string][]dns.RR{}, servfail: map[string]bool{}, asked: map[cacheKey]int{}}
+	z := &Server{rrs: map[string][]dns.RR{}, servfail: map[string]bool{}, asked: map[Question]int{}}
 	var pc net.PacketConn
 	var ln net.Listener
 	for try := 0; ; try++ { // the TCP port of the same number may be taken: try another
@@ -53,7 +62,7 @@ func startDNS(t testing.TB) *testDNS {
 			t.Fatalf("no port free for UDP and TCP both: %v", err)
 		}
 	}
-	z.addr = pc.LocalAddr().String()
+	z.Addr = pc.LocalAddr().String()
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: z}, {Listener: ln, Handler: z}} {
 		started := make(chan struct{})
 		srv.NotifyStartedFunc = func() { close(started) }
@@ -74,8 +83,8 @@ func startDNS(t testing.TB) *testDNS {
 	return z
 }
 
-// add adds records in zone file syntax ("name. 300 IN TXT \"v=spf1 -all\"").
-func (z *testDNS) add(t testing.TB, records ...string) {
+// Add adds records in zone file syntax ("name. 300 IN TXT \"v=spf1 -all\"").
+func (z *Server) Add(t testing.TB, records ...string) {
 	t.Helper()
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -89,10 +98,9 @@ func (z *testDNS) add(t testing.TB, records ...string) {
 	}
 }
 
-// txt adds a TXT record of one or more strings of at most 255 octets,
-// as a zone file would split a long one.
-func (z *testDNS) txt(t testing.TB, name, value string) {
-	t.Helper()
+// TXT adds a TXT record of one or more strings of at most 255 octets, as
+// a zone file would split a long one.
+func (z *Server) TXT(name, value string) {
 	rr := &dns.TXT{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 300}}
 	for len(value) > 255 {
 		rr.Txt = append(rr.Txt, value[:255])
@@ -105,22 +113,30 @@ func (z *testDNS) txt(t testing.TB, name, value string) {
 	z.rrs[k] = append(z.rrs[k], rr)
 }
 
-// fail makes the server answer SERVFAIL for name.
-func (z *testDNS) fail(name string) {
+// Fail makes the server answer SERVFAIL for name.
+func (z *Server) Fail(name string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.servfail[strings.ToLower(dns.Fqdn(name))] = true
 }
 
-// count returns how many times (name, qtype) was asked.
-func (z *testDNS) count(name string, qtype uint16) int {
+// SetUDPLimit truncates UDP answers to n octets whatever the client
+// offers, to send it to TCP; 0 lifts the limit.
+func (z *Server) SetUDPLimit(n int) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	return z.asked[cacheKey{strings.ToLower(dns.Fqdn(name)), qtype}]
+	z.udpLimit = n
 }
 
-// total returns how many questions were asked, and how many over TCP.
-func (z *testDNS) total() (all, tcp int) {
+// Count returns how many times (name, qtype) was asked.
+func (z *Server) Count(name string, qtype uint16) int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.asked[Question{strings.ToLower(dns.Fqdn(name)), qtype}]
+}
+
+// Total returns how many questions were asked, and how many over TCP.
+func (z *Server) Total() (all, tcp int) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	for _, n := range z.asked {
@@ -129,13 +145,14 @@ func (z *testDNS) total() (all, tcp int) {
 	return all, z.overTCP
 }
 
-// asks returns the questions asked whose name ends in suffix.
-func (z *testDNS) asks(suffix string) map[cacheKey]int {
+// Asks returns the questions asked whose name ends in suffix, and how
+// many times each was.
+func (z *Server) Asks(suffix string) map[Question]int {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	got := map[cacheKey]int{}
+	got := map[Question]int{}
 	for k, n := range z.asked {
-		if strings.HasSuffix(k.name, suffix) {
+		if strings.HasSuffix(k.Name, suffix) {
 			got[k] = n
 		}
 	}
@@ -154,7 +171,7 @@ var testSOA = func() dns.RR {
 // any CNAME there; NXDOMAIN when the name has no records at all, else
 // NOERROR (empty when it has none of the type), with an SOA whose minimum
 // is 20 s for a negative answer.
-func (z *testDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+func (z *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.RecursionAvailable = true
@@ -168,7 +185,7 @@ func (z *testDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	_, isTCP := w.RemoteAddr().(*net.TCPAddr)
 
 	z.mu.Lock()
-	z.asked[cacheKey{name, q.Qtype}]++
+	z.asked[Question{name, q.Qtype}]++
 	if isTCP {
 		z.overTCP++
 	}
@@ -219,10 +236,10 @@ func (z *testDNS) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	w.WriteMsg(m)
 }
 
-// blackhole returns the address of a UDP socket that reads every query and
-// never answers; each query read is signalled on the channel (dropped when
-// nobody listens).
-func blackhole(t testing.TB) (string, <-chan struct{}) {
+// Blackhole returns the address of a UDP socket that reads every query
+// and never answers; each query read is signalled on the channel (dropped
+// when nobody listens).
+func Blackhole(t testing.TB) (string, <-chan struct{}) {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -250,9 +267,9 @@ func blackhole(t testing.TB) (string, <-chan struct{}) {
 	return pc.LocalAddr().String(), got
 }
 
-// closedPort returns a UDP address nothing listens on: queries to it are
+// ClosedPort returns a UDP address nothing listens on: queries to it are
 // refused at once (ICMP port unreachable).
-func closedPort(t testing.TB) string {
+func ClosedPort(t testing.TB) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -263,33 +280,36 @@ func closedPort(t testing.TB) string {
 	return addr
 }
 
-// newTestVerifier returns a Verifier asking z (or addr), shut down at the
-// end of the test.
-func newTestVerifier(t testing.TB, opts Options, done Done) *Verifier {
+// KeyRecord returns the DKIM key record (RFC 6376 §3.6.1) of key's public
+// key, an RSA or an Ed25519 one.
+func KeyRecord(t testing.TB, key crypto.Signer) string {
 	t.Helper()
-	if opts.Hostname == "" {
-		opts.Hostname = "mx.burner.test"
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if tt, ok := t.(*testing.T); ok {
-		log = slog.New(slog.NewTextHandler(tt.Output(), nil))
-	}
-	v := New(opts, done, log)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := v.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Shutdown: %v", err)
+	switch pub := key.Public().(type) {
+	case *rsa.PublicKey:
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
-	return v
+		return "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(der)
+	case ed25519.PublicKey:
+		return "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(pub)
+	}
+	t.Fatalf("no record for %T", key)
+	return ""
 }
 
-// envelope returns an envelope from ip with helo and mailFrom, no TLS.
-func envelope(ip, helo, mailFrom string) storage.Envelope {
-	env := storage.Envelope{Helo: helo, MailFrom: mailFrom}
-	if ip != "" {
-		env.ClientIP = netip.MustParseAddr(ip)
+// Sign returns raw with a DKIM-Signature of domain and selector by key on
+// top, relaxed/relaxed, over From, To, Subject, Date and Message-ID.
+func Sign(t testing.TB, raw []byte, domain, selector string, key crypto.Signer) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	err := dkim.Sign(&out, bytes.NewReader(raw), &dkim.SignOptions{
+		Domain: domain, Selector: selector, Signer: key,
+		HeaderCanonicalization: dkim.CanonicalizationRelaxed, BodyCanonicalization: dkim.CanonicalizationRelaxed,
+		HeaderKeys: []string{"From", "To", "Subject", "Date", "Message-ID"},
+	})
+	if err != nil {
+		t.Fatalf("dkim.Sign: %v", err)
 	}
-	return env
+	return out.Bytes()
 }

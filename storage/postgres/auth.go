@@ -1,0 +1,204 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"burner/storage"
+	"burner/storage/internal/record"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Authentication records (spec §12) are in the auth column of bodies
+// (since schema version 6), one per message like the attachment index,
+// encoded as every engine encodes them (record.EncodeAuth): Deliver
+// writes the record pending (or off) with its message, PutAuth replaces
+// it with the verdicts, and the record goes with its body. A PutAuth
+// tells every node on authChannel, so that a waiter of any node wakes.
+
+// authChannel is the NOTIFY channel of verdicts. A payload is the id of
+// the node that stored them, a tab, and the ids of the emails whose
+// record changed, one a line; or the node's id, a tab and "*" when they
+// would not fit in a payload: every waiter then wakes and reads again.
+const authChannel = "burner_auth"
+
+// Auth returns the authentication record of the message of email id, or
+// status off for a message stored without one; ErrNotFound when there is
+// no email with id.
+func (db *DB) Auth(ctx context.Context, id string) (storage.AuthResult, error) {
+	uid, err := parseID(ctx, id)
+	if err != nil {
+		return storage.AuthResult{}, fmt.Errorf("auth %s: %w", id, err)
+	}
+	var b []byte
+	err = db.pool.QueryRow(ctx, `SELECT b.auth FROM emails e JOIN bodies b ON b.id = e.message WHERE e.id = $1`, uid).Scan(&b)
+	if err != nil {
+		return storage.AuthResult{}, fmt.Errorf("auth %s: %w", id, db.fail(notFound(err)))
+	}
+	if b == nil {
+		return storage.AuthResult{Status: storage.AuthOff}, nil
+	}
+	r, err := record.DecodeAuth(b)
+	if err != nil {
+		return storage.AuthResult{}, fmt.Errorf("auth %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// authPut is one PutAuth's share of a batched transaction.
+type authPut struct {
+	ids       []uuid.UUID
+	rec       []byte
+	found     bool          // a body was updated, set in the transaction
+	err       error         // the outcome of its transaction
+	committed chan struct{} // closed once its transaction has run
+}
+
+// verdictDelay is how long a verdict waits for others to share its
+// transaction: a verdict is off the SMTP path and may wait, and a
+// transaction per verdict would double the database's commits under load.
+const verdictDelay = 10 * time.Millisecond
+
+// PutAuth stores r as the authentication record of the message of each
+// email of ids still stored, and wakes the AuthChanged waiters of ids on
+// every node. It returns ErrNotFound when none is stored, an error
+// wrapping ErrFull past Options.Retention.MaxBytes, and
+// storage.ErrUnavailable when the database cannot be reached. The calls
+// of verdictDelay share one transaction.
+func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &authPut{rec: record.EncodeAuth(r)}
+	for _, id := range ids {
+		if uid, err := storage.ParseID(id); err == nil {
+			p.ids = append(p.ids, uid)
+		}
+	}
+	if len(p.ids) == 0 {
+		return fmt.Errorf("put auth %v: %w", ids, storage.ErrNotFound)
+	}
+	if err := db.checkRoom(ctx, len(p.rec), false); err != nil {
+		return fmt.Errorf("put auth %v: %w", ids, err)
+	}
+	p.committed = make(chan struct{})
+	db.verdictMu.Lock()
+	db.verdicts = append(db.verdicts, p)
+	if !db.verdictFlush {
+		db.verdictFlush = true
+		time.AfterFunc(verdictDelay, db.flushVerdicts)
+	}
+	db.verdictMu.Unlock()
+	<-p.committed
+	if p.err == nil && !p.found {
+		p.err = storage.ErrNotFound
+	}
+	if p.err != nil {
+		return fmt.Errorf("put auth %v: %w", ids, db.fail(p.err))
+	}
+	for _, id := range p.ids {
+		db.authChanges.Notify(id.String())
+	}
+	return nil
+}
+
+// flushVerdicts commits the verdicts waiting, in one transaction.
+func (db *DB) flushVerdicts() {
+	db.verdictMu.Lock()
+	batch := db.verdicts
+	db.verdicts, db.verdictFlush = nil, false
+	db.verdictMu.Unlock()
+	if len(batch) > 0 {
+		db.commitAuth(batch)
+	}
+}
+
+// commitAuth writes batch in one transaction, one round trip: an update
+// per PutAuth, and one NOTIFY for all. A conflict with a deletion (a
+// deadlock) is retried whole.
+func (db *DB) commitAuth(batch []*authPut) {
+	defer func() {
+		for _, p := range batch {
+			close(p.committed)
+		}
+	}()
+	for _, p := range batch {
+		p.err = errors.New("commit abandoned") // until it says otherwise, even after a panic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	var err error
+	for range 3 {
+		if err = db.updateAuth(ctx, batch); !retryable(err) {
+			break
+		}
+	}
+	for _, p := range batch {
+		p.err = err
+	}
+}
+
+func (db *DB) updateAuth(ctx context.Context, batch []*authPut) error {
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		var ids []string
+		for _, p := range batch {
+			b.Queue(`UPDATE bodies SET auth = $2 WHERE id IN (SELECT message FROM emails WHERE id = ANY($1))`, p.ids, p.rec)
+			for _, id := range p.ids {
+				ids = append(ids, id.String())
+			}
+		}
+		b.Queue(`SELECT pg_notify($1, $2)`, authChannel, db.authPayload(ids))
+		res := tx.SendBatch(ctx, &b)
+		defer res.Close()
+		for _, p := range batch {
+			tag, err := res.Exec()
+			if err != nil {
+				return err
+			}
+			p.found = tag.RowsAffected() > 0
+		}
+		if _, err := res.Exec(); err != nil {
+			return err
+		}
+		return res.Close()
+	})
+}
+
+func (db *DB) authPayload(ids []string) string {
+	if len(db.node)+1+37*len(ids) > maxPayload {
+		return db.node + "\t*"
+	}
+	return db.node + "\t" + strings.Join(ids, "\n")
+}
+
+// AuthChanged returns a channel that is closed once PutAuth has stored a
+// record for email id after the call, on this node or any other, or when
+// the notifications of other nodes may have been lost.
+func (db *DB) AuthChanged(id string) <-chan struct{} {
+	if uid, err := storage.ParseID(id); err == nil {
+		id = uid.String() // the form the payloads carry
+	}
+	return db.authChanges.Changed(id)
+}
+
+// heardAuth wakes the waiters of the ids of a payload of authChannel from
+// another node.
+func (db *DB) heardAuth(payload string) {
+	node, ids, ok := strings.Cut(payload, "\t")
+	if !ok || node == db.node { // this node woke its own waiters
+		return
+	}
+	if ids == "*" {
+		db.authChanges.NotifyAll()
+		return
+	}
+	for _, id := range strings.Split(ids, "\n") {
+		db.authChanges.Notify(id)
+	}
+}
