@@ -147,6 +147,7 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped", "GET", "/api/v1/emails/{unknown}/auth", 404, emailNotFoundBody},
 		// The request's own 400 comes first.
 		{"scoped", "GET", "/api/v1/emails/{out}/auth?wait=61", 400, `{"error":"'wait' must be an integer from 1 to 60."}`},
+		{"metrics", "GET", "/api/v1/emails/{out}/auth", 403, metricsOnlyBody},
 	},
 	"GET /api/v1/events": {
 		// HEAD: the headers are the answer; a GET that is let in streams on.

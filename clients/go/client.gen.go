@@ -2447,6 +2447,8 @@ type GetEmailAuthResponse struct {
 	JSON400 *Error
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *EmailNotFound
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -2474,6 +2476,11 @@ func (r GetEmailAuthResponse) GetJSON400() *Error {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetEmailAuthResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEmailAuthResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4187,6 +4194,13 @@ func ParseGetEmailAuthResponse(rsp *http.Response) (*GetEmailAuthResponse, error
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest EmailNotFound

@@ -1074,6 +1074,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["EmailNotFound"];
             405: components["responses"]["NotAllowedGet"];
             414: components["responses"]["QueryTooLong"];
