@@ -11,12 +11,14 @@ import (
 
 // TestWebhooksLeaseRenewed: a request that outlasts the lease keeps its
 // event from the other workers, as its lease is renewed while it is in
-// flight (spec §9): two workers on one store, leases of 300 ms, and a
-// receiver that answers after 1.5 s get one request, not several.
+// flight (spec §9): two workers on one store, leases of 1 s, and a
+// receiver that answers after 3.5 s get one request, not several. (A lease
+// of 300 ms was lost on a loaded CI machine, where a renewal due every
+// 100 ms can wait longer than the 200 ms it has.)
 func TestWebhooksLeaseRenewed(t *testing.T) {
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(1500 * time.Millisecond):
+		case <-time.After(3500 * time.Millisecond):
 		case <-r.Context().Done():
 		}
 	})
@@ -24,7 +26,7 @@ func TestWebhooksLeaseRenewed(t *testing.T) {
 	db := openDB(t, boltdb.Options{Hooks: hooksOf(hook)})
 	for _, node := range []string{"a", "b"} {
 		startWorker(t, db, Options{Hooks: []Hook{hook}, Node: node, Poll: 10 * time.Millisecond,
-			Timeout: 5 * time.Second, Lease: 300 * time.Millisecond})
+			Timeout: 5 * time.Second, Lease: time.Second})
 	}
 	sendTo(t, db, "slow", "alice@x.test")
 	waitFor(t, "the event delivered", func() bool { w, _ := db.Waiting(context.Background()); return len(w) == 0 })
