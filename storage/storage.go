@@ -79,7 +79,6 @@ type Message struct {
 	// message (spec §13.1), for Deliver to write in the delivery's own
 	// commit, with Emails set to the ids of the emails it stores; nil when
 	// none is kept. Deliver does not keep it past its return.
-	// TODO(smtpwire): boltdb and postgres do not write it yet.
 	Session *SMTPSession
 }
 
@@ -147,6 +146,13 @@ type Retention struct {
 	// size of a PostgreSQL database): past it Deliver returns an error
 	// wrapping ErrFull. 0 means no cap.
 	MaxBytes int64
+	// SessionsMaxAge is how long the SMTP session log keeps a record
+	// (spec §13.1), from its StartedAt; 0 keeps records until
+	// MaxSessions pushes them out.
+	SessionsMaxAge time.Duration
+	// MaxSessions caps the records of the SMTP session log, the oldest
+	// going first: WriteSMTPSessions and Sweep hold it. 0 means no cap.
+	MaxSessions int
 }
 
 // Inbox describes one inbox: an inbox exists while it holds an email.

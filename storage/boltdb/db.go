@@ -33,7 +33,8 @@ const schemaVersion = len(migrations) + 1
 // Bucket names. The layout of each is documented where it is encoded:
 // codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
 // keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
-// sessions.go for sessions.
+// sessions.go for sessions; smtplog.go for smtplog and smtplogto; faults.go
+// for faults.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -92,6 +93,8 @@ type DB struct {
 	changes commit.Notifier // wakes the waiters of Changed
 
 	usage keyring.Usage // key uses not yet written
+
+	rcpts rcptCounter // the RCPTs fault rules with PerMinute count (faults.go)
 
 	stop    chan struct{}
 	flushed sync.WaitGroup
@@ -228,7 +231,8 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions,
+			bucketSMTPLog, bucketSMTPLogTo, bucketFaults} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

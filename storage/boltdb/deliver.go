@@ -61,6 +61,20 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		d.records[i] = encodeEmail(&emails[i], d.ids[i], make([]byte, 8), sig)
 	}
 	db.planEvents(d, msg, locals)
+	if msg.Session != nil {
+		// spec §13.1: the session's record goes in the delivery's commit,
+		// naming the emails it stores.
+		s := *msg.Session
+		s.Emails = make([]string, len(emails))
+		for i := range emails {
+			s.Emails[i] = emails[i].ID
+		}
+		e, err := newSMTPLogEntry(&s)
+		if err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
+		}
+		d.session = &e
+	}
 	db.commits.Do(d, db.commitBatch)
 	db.writes.Observe(d.err, db.now())
 	if err := d.err; err != nil {
@@ -87,6 +101,7 @@ type delivery struct {
 	to       []string    // the recipient addresses
 	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
 	eventMsg []byte      // what the events share, encoded
+	session  *smtpLogEntry // the record of the SMTP session that delivers it; nil when none
 
 	err error // the outcome of its commit, set by commitBatch
 
@@ -140,6 +155,11 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 			return err
 		}
 	}
+	if d.session != nil {
+		if err := putSMTPSession(tx, *d.session); err != nil {
+			return err
+		}
+	}
 	if maxPerInbox > 0 {
 		for _, inbox := range d.inboxes {
 			if _, err := trimInbox(tx, inbox, maxPerInbox, -1); err != nil {
@@ -175,6 +195,8 @@ func (db *DB) commitBatch(batch []*delivery) {
 			tx.Bucket(bucketIDs).FillPercent = 0.9
 			tx.Bucket(bucketRaw).FillPercent = 1.0
 			tx.Bucket(bucketEmails).FillPercent = 0.75
+			// Sessions are written about in the order they started.
+			tx.Bucket(bucketSMTPLog).FillPercent = 0.9
 			for _, d := range ds {
 				if putErr = d.put(tx, db.retention.MaxPerInbox); putErr != nil {
 					return putErr

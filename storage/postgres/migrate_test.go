@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"burner/storage"
 	"burner/storage/postgres"
+	"burner/storage/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -181,7 +183,7 @@ func TestMigrateSignatures(t *testing.T) {
 	deliver(db, "old other", "nothing of the sort")
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 3`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; `+dropSMTPLog+`; UPDATE burner_schema SET version = 3`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -197,8 +199,8 @@ func TestMigrateSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 5 || stored != "p" || nulls != 2 {
-		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 5, \"p\" (PLAIN), 2", version, stored, nulls)
+	if version != 6 || stored != "p" || nulls != 2 {
+		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 6, \"p\" (PLAIN), 2", version, stored, nulls)
 	}
 	deliver(db, "new match", "a new needle in the text")
 	deliver(db, "new other", "nothing of the sort")
@@ -232,14 +234,14 @@ func TestMigrateMetricsKeys(t *testing.T) {
 	}
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; UPDATE burner_schema SET version = 4`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; `+dropSMTPLog+`; UPDATE burner_schema SET version = 4`); err != nil {
 		t.Fatal(err)
 	}
 
 	db = openDB(t, dbURL, postgres.Options{})
 	var version int
-	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 5 {
-		t.Errorf("after the migration: version %d, %v; want 5", version, err)
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 6 {
+		t.Errorf("after the migration: version %d, %v; want 6", version, err)
 	}
 	k, err := db.Key(ctx, old.ID)
 	if err != nil || k.Scope.Metrics || !k.Scope.ReadOnly || !slices.Equal(k.Scope.Inboxes, []string{"ci-*"}) {
@@ -253,5 +255,41 @@ func TestMigrateMetricsKeys(t *testing.T) {
 		if _, err := conn.Exec(ctx, `UPDATE keys SET `+set+` WHERE name = 'prom'`); err == nil {
 			t.Errorf("UPDATE keys SET %s of a metrics key: no error; want the constraint to refuse it", set)
 		}
+	}
+}
+
+// dropSMTPLog undoes the step to version 6: the session log's and the
+// fault rules' tables.
+const dropSMTPLog = `DROP TABLE smtp_sessions, fault_rules, fault_rcpts`
+
+// TestMigrateSMTPLog: a database of version 5 is brought to this version
+// with its mail as it was, and the session log and fault rules work.
+func TestMigrateSMTPLog(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	db := openDB(t, dbURL, postgres.Options{})
+	m := storage.Message{Subject: ptr("before"), Raw: []byte("x")}
+	if _, err := db.Deliver(ctx, &m, []string{"m@x.org"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(ctx, dropSMTPLog+`; UPDATE burner_schema SET version = 5`); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, dbURL, postgres.Options{})
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 6 {
+		t.Errorf("after the migration: version %d, %v; want 6", version, err)
+	}
+	if es, err := db.List(ctx, storage.Query{LocalPart: "m"}); err != nil || len(es) != 1 {
+		t.Errorf("List(m) after the migration = %d emails, %v; want the one from before", len(es), err)
+	}
+	s := storetest.SMTPSession("0195f3b0-0000-7000-8000-000000000001", time.Now(), true, "m@inbox.test")
+	if err := db.WriteSMTPSessions(ctx, []storage.SMTPSession{s}); err != nil {
+		t.Errorf("WriteSMTPSessions after the migration: %v", err)
+	}
+	if _, err := db.CreateFaultRule(ctx, storage.FaultRule{Inbox: "m", Stage: storage.FaultAtRcpt, Reply: "451"}); err != nil {
+		t.Errorf("CreateFaultRule after the migration: %v", err)
 	}
 }

@@ -73,6 +73,13 @@ func Run(t *testing.T, open Opener) {
 		{"CopyKeepsLaterUse", testCopyKeepsLaterUse},
 		{"Sessions", testSessions}, // sessions.go
 		{"CopyLeavesSessions", testCopyLeavesSessions},
+		{"SMTPLog", testSMTPLog}, // smtplog.go
+		{"SMTPLogDelivery", testSMTPLogDelivery},
+		{"SMTPLogRetention", testSMTPLogRetention},
+		{"FaultRules", testFaultRules}, // faults.go
+		{"FaultRuleTimes", testFaultRuleTimes},
+		{"FaultRulePerMinute", testFaultRulePerMinute},
+		{"ArmFaultRules", testArmFaultRules},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
