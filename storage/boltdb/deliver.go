@@ -98,9 +98,9 @@ type delivery struct {
 	ids      []uuid.UUID
 	content  []byte
 	raw      []byte
-	to       []string    // the recipient addresses
-	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
-	eventMsg []byte      // what the events share, encoded
+	to       []string      // the recipient addresses
+	events   []hookEvent   // webhook events (outbox.go), one per email and covering hook
+	eventMsg []byte        // what the events share, encoded
 	session  *smtpLogEntry // the record of the SMTP session that delivers it; nil when none
 
 	err error // the outcome of its commit, set by commitBatch
