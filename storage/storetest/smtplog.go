@@ -53,8 +53,8 @@ func cut(addr string) (local, domain string, ok bool) {
 	return addr, "", false
 }
 
-// sessionID returns the i-th of a run of session ids (UUIDs).
-func sessionID(i int) string { return fmt.Sprintf("0195f3b0-0000-7000-8000-%012x", i) }
+// SessionID returns the i-th of a run of session ids (UUIDs).
+func SessionID(i int) string { return fmt.Sprintf("0195f3b0-0000-7000-8000-%012x", i) }
 
 // listSessions lists q, failing t on an error, and returns the ids.
 func listSessions(t *testing.T, db storage.Engine, q storage.SMTPSessionQuery) []string {
@@ -85,14 +85,14 @@ func testSMTPLog(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t, Config{})
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	a := SMTPSession(sessionID(1), t0, false, "alice@inbox.test")
+	a := SMTPSession(SessionID(1), t0, false, "alice@inbox.test")
 	writeSessions(t, db, a)
 	got, err := db.SMTPSessions(ctx, storage.SMTPSessionQuery{Inbox: "alice"})
 	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], a) {
 		t.Fatalf("SMTPSessions(alice) = %+v, %v; want the open record %+v", got, err, a)
 	}
 	// The final record replaces the open one, and names one more inbox.
-	aEnd := SMTPSession(sessionID(1), t0, true, "alice@inbox.test", "Bob@inbox.test")
+	aEnd := SMTPSession(SessionID(1), t0, true, "alice@inbox.test", "Bob@inbox.test")
 	writeSessions(t, db, aEnd)
 	// An open record that comes late does not replace it.
 	writeSessions(t, db, a)
@@ -100,32 +100,32 @@ func testSMTPLog(t *testing.T, open Opener) {
 		t.Errorf("SMTPSessions(bob) after the final record and a late open one = %+v, %v; want the final %+v", got, err, aEnd)
 	}
 	// Of two records of one session in one batch, the ended one.
-	writeSessions(t, db, SMTPSession(sessionID(2), t0.Add(time.Second), true, "carol@inbox.test"),
-		SMTPSession(sessionID(2), t0.Add(time.Second), false, "carol@inbox.test"))
+	writeSessions(t, db, SMTPSession(SessionID(2), t0.Add(time.Second), true, "carol@inbox.test"),
+		SMTPSession(SessionID(2), t0.Add(time.Second), false, "carol@inbox.test"))
 	if got, err := db.SMTPSessions(ctx, storage.SMTPSessionQuery{Inbox: "carol"}); err != nil || len(got) != 1 || got[0].EndedAt == nil {
 		t.Errorf("SMTPSessions(carol) after an ended and an open record in one batch = %+v, %v; want the ended one", got, err)
 	}
 	// A refused RCPT names no inbox when outside the inbox domains: listed
 	// only among all sessions; one refused for an inbox is listed there.
-	refused := SMTPSession(sessionID(3), t0.Add(2*time.Second), true, "x@elsewhere.test")
-	refusedInbox := SMTPSession(sessionID(4), t0.Add(2*time.Second), true, "dave@inbox.test")
+	refused := SMTPSession(SessionID(3), t0.Add(2*time.Second), true, "x@elsewhere.test")
+	refusedInbox := SMTPSession(SessionID(4), t0.Add(2*time.Second), true, "dave@inbox.test")
 	refusedInbox.Recipients[0].Reply, refusedInbox.Outcome = ptr("550 5.1.1 No such mailbox here"), storage.SMTPRejected
 	writeSessions(t, db, refused, refusedInbox)
 	for _, tc := range []struct {
 		q    storage.SMTPSessionQuery
 		want []string
 	}{
-		{storage.SMTPSessionQuery{}, []string{sessionID(4), sessionID(3), sessionID(2), sessionID(1)}},
-		{storage.SMTPSessionQuery{Limit: 2}, []string{sessionID(4), sessionID(3)}},
-		{storage.SMTPSessionQuery{Inbox: "dave"}, []string{sessionID(4)}},
-		{storage.SMTPSessionQuery{Inbox: "alice"}, []string{sessionID(1)}},
+		{storage.SMTPSessionQuery{}, []string{SessionID(4), SessionID(3), SessionID(2), SessionID(1)}},
+		{storage.SMTPSessionQuery{Limit: 2}, []string{SessionID(4), SessionID(3)}},
+		{storage.SMTPSessionQuery{Inbox: "dave"}, []string{SessionID(4)}},
+		{storage.SMTPSessionQuery{Inbox: "alice"}, []string{SessionID(1)}},
 		{storage.SMTPSessionQuery{Inbox: "al"}, []string{}},
 		{storage.SMTPSessionQuery{Inbox: "nobody"}, []string{}},
 		// since: strictly after, to the nanosecond.
-		{storage.SMTPSessionQuery{Since: t0.Add(time.Second)}, []string{sessionID(4), sessionID(3)}},
-		{storage.SMTPSessionQuery{Since: t0.Add(time.Second - time.Nanosecond)}, []string{sessionID(4), sessionID(3), sessionID(2)}},
+		{storage.SMTPSessionQuery{Since: t0.Add(time.Second)}, []string{SessionID(4), SessionID(3)}},
+		{storage.SMTPSessionQuery{Since: t0.Add(time.Second - time.Nanosecond)}, []string{SessionID(4), SessionID(3), SessionID(2)}},
 		{storage.SMTPSessionQuery{Inbox: "carol", Since: t0.Add(time.Second)}, []string{}},
-		{storage.SMTPSessionQuery{Inbox: "carol", Since: t0.Add(999 * time.Millisecond)}, []string{sessionID(2)}},
+		{storage.SMTPSessionQuery{Inbox: "carol", Since: t0.Add(999 * time.Millisecond)}, []string{SessionID(2)}},
 	} {
 		if got := listSessions(t, db, tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("SMTPSessions(%+v) = %v, want %v", tc.q, got, tc.want)
@@ -150,11 +150,11 @@ func testSMTPLogDelivery(t *testing.T, open Opener) {
 	ctx := context.Background()
 	db := open(t, Config{})
 	t0 := time.Now().UTC()
-	s := SMTPSession(sessionID(7), t0, false, "alice@inbox.test", "bob@inbox.test")
+	s := SMTPSession(SessionID(7), t0, false, "alice@inbox.test", "bob@inbox.test")
 	writeSessions(t, db, s)
-	final := SMTPSession(sessionID(7), t0, true, "alice@inbox.test", "bob@inbox.test")
+	final := SMTPSession(SessionID(7), t0, true, "alice@inbox.test", "bob@inbox.test")
 	final.Outcome = storage.SMTPDelivered
-	final.Data = &storage.SMTPData{Reply: ptr("250 2.0.0 OK " + sessionID(7)), Bytes: 42}
+	final.Data = &storage.SMTPData{Reply: ptr("250 2.0.0 OK " + SessionID(7)), Bytes: 42}
 	msg := &storage.Message{From: "app@sender.test", Subject: ptr("hello"), Text: "hello", Raw: []byte("Subject: hello\r\n\r\nhello\r\n"), Session: &final}
 	emails, err := db.Deliver(ctx, msg, []string{"alice@inbox.test", "bob@inbox.test"})
 	if err != nil {
@@ -190,11 +190,11 @@ func testSMTPLogRetention(t *testing.T, open Opener) {
 	t0 := clock.Now()
 	var recs []storage.SMTPSession
 	for i := range 8 {
-		recs = append(recs, SMTPSession(sessionID(100+i), t0.Add(time.Duration(i)*time.Minute), true, "flood@inbox.test"))
+		recs = append(recs, SMTPSession(SessionID(100+i), t0.Add(time.Duration(i)*time.Minute), true, "flood@inbox.test"))
 	}
 	writeSessions(t, db, recs[:3]...)
 	writeSessions(t, db, recs[3:]...)
-	want := []string{sessionID(107), sessionID(106), sessionID(105), sessionID(104), sessionID(103)}
+	want := []string{SessionID(107), SessionID(106), SessionID(105), SessionID(104), SessionID(103)}
 	if got := listSessions(t, db, storage.SMTPSessionQuery{Limit: 100}); !slices.Equal(got, want) {
 		t.Errorf("after 8 records with a cap of 5, the log lists %v, want the newest five %v", got, want)
 	}
@@ -203,7 +203,7 @@ func testSMTPLogRetention(t *testing.T, open Opener) {
 	}
 	// Deliveries may take the log past its cap; Sweep brings it back.
 	for i := range 3 {
-		s := SMTPSession(sessionID(200+i), t0.Add(time.Duration(10+i)*time.Minute), true, "mail@inbox.test")
+		s := SMTPSession(SessionID(200+i), t0.Add(time.Duration(10+i)*time.Minute), true, "mail@inbox.test")
 		s.Outcome = storage.SMTPDelivered
 		if _, err := db.Deliver(ctx, &storage.Message{Raw: []byte("x\r\n"), Session: &s}, []string{"mail@inbox.test"}); err != nil {
 			t.Fatal(err)
@@ -212,7 +212,7 @@ func testSMTPLogRetention(t *testing.T, open Opener) {
 	if _, err := db.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{sessionID(202), sessionID(201), sessionID(200), sessionID(107), sessionID(106)}
+	want = []string{SessionID(202), SessionID(201), SessionID(200), SessionID(107), SessionID(106)}
 	if got := listSessions(t, db, storage.SMTPSessionQuery{Limit: 100}); !slices.Equal(got, want) {
 		t.Errorf("after three deliveries and a sweep, the log lists %v, want %v", got, want)
 	}
@@ -221,7 +221,7 @@ func testSMTPLogRetention(t *testing.T, open Opener) {
 	if _, err := db.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{sessionID(202), sessionID(201), sessionID(200)}
+	want = []string{SessionID(202), SessionID(201), SessionID(200)}
 	if got := listSessions(t, db, storage.SMTPSessionQuery{Limit: 100}); !slices.Equal(got, want) {
 		t.Errorf("after a sweep at t0+70m, the log lists %v, want %v", got, want)
 	}
