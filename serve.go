@@ -68,6 +68,7 @@ type app struct {
 	node                  string // this node's name (nodeName)
 	smtpLn, httpLn, ctlLn net.Listener
 	mta                   *smtpd.Server
+	sessions              *smtpd.SessionWriter // the SMTP session log's batches (spec §13.1)
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
@@ -204,6 +205,20 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	// spec §13.2: without faults.enabled smtpd gets no rules to ask, and
+	// pays nothing for them.
+	var faults smtpd.Faults
+	if cfg.Faults.Enabled {
+		armed, err := a.db.ArmFaultRules(ctx, cfg.Faults.faultRules())
+		if err != nil {
+			return nil, fmt.Errorf("faults.rules: %w", err)
+		}
+		faults = a.db
+		log.Warn("fault injection is on: SMTP fails on purpose where a rule says so (spec §13.2)", "configured_rules", len(armed))
+	} else if len(cfg.Faults.Rules) > 0 {
+		log.Warn("faults.rules are not armed: faults.enabled is false", "configured_rules", len(cfg.Faults.Rules))
+	}
+	a.sessions = smtpd.NewSessionWriter(a.db, log.With("component", "smtpd"))
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
 		Node:            a.node,
@@ -219,6 +234,9 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxLineLength:   cfg.SMTP.MaxLineLength,
 		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
 		TLSConfig:       smtpTLS,
+		SessionLog:      a.sessions,
+		SessionLogRate:  cfg.SMTP.sessionLogRate(),
+		Faults:          faults,
 	}, log.With("component", "smtpd"))
 	if err := a.mta.Err(); err != nil {
 		return nil, err // spec §2: never serve with go-smtp's own reader
@@ -237,7 +255,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		// What GET /api/v1/info reports (spec §14).
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
-		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0},
+		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0, Faults: cfg.Faults.Enabled},
 	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
 	a.httpSrv = &http.Server{
@@ -275,6 +293,9 @@ func (a *app) close() {
 		if ln != nil {
 			ln.Close()
 		}
+	}
+	if a.sessions != nil {
+		a.sessions.Shutdown(context.Background())
 	}
 	if a.db != nil {
 		a.db.Close()
@@ -335,6 +356,9 @@ func (a *app) run(ctx context.Context) error {
 	defer cancel()
 	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
 		a.log.Warn("smtp shutdown", "err", err)
+	}
+	if err := a.sessions.Shutdown(shutCtx); err != nil { // the sessions' last records
+		a.log.Warn("session log shutdown", "err", err)
 	}
 	if err := a.httpSrv.Shutdown(shutCtx); err != nil { // 2. then the API and the CLI
 		a.log.Warn("http shutdown", "err", err)

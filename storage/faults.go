@@ -211,7 +211,7 @@ func ParseFaultReply(s string) (SMTPReply, error) {
 			r.Enhanced[i] = n
 		}
 		if r.Enhanced[0] != int(s[0]-'0') {
-			return bad("the enhanced status code's class must be the code's first digit (4.x.x for 4xx, 5.x.x for 5xx)")
+			return bad("an enhanced status code of the code's class (4.x.x for 4xx, 5.x.x for 5xx)")
 		}
 		rest = text
 	}
