@@ -301,7 +301,7 @@ func (c Config) validate() error {
 		if _, err := storage.CleanFaultRule(r.rule()); err != nil {
 			var fe *storage.FaultRuleError
 			errors.As(err, &fe)
-			errs = append(errs, fmt.Errorf("faults.rules[%d].%s: %s", i, faultConfigKey(fe.Field), fe.Reason))
+			errs = append(errs, fmt.Errorf("faults.rules[%d].%s: must be %s", i, faultConfigKey(fe.Field), fe.Reason))
 		}
 	}
 	if len(c.Faults.Rules) > storage.MaxFaultRules {
