@@ -33,8 +33,7 @@ const schemaVersion = len(migrations) + 1
 // Bucket names. The layout of each is documented where it is encoded:
 // codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
 // keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
-// sessions.go for sessions; smtplog.go for smtplog and smtplogto; faults.go
-// for faults.
+// sessions.go for sessions; smtplog.go for smtplog; faults.go for faults.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -94,7 +93,8 @@ type DB struct {
 
 	usage keyring.Usage // key uses not yet written
 
-	rcpts rcptCounter // the RCPTs fault rules with PerMinute count (faults.go)
+	rcpts     rcptCounter // the RCPTs fault rules with PerMinute count (faults.go)
+	smtpIndex smtpIndex   // the session log by inbox (smtplog.go)
 
 	stop    chan struct{}
 	flushed sync.WaitGroup
@@ -177,6 +177,10 @@ func Open(path string, opts Options) (*DB, error) {
 		stop:      make(chan struct{}),
 	}
 	db.commits.Max = maxBatch
+	if err := db.buildSMTPIndex(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if !opts.ReadOnly {
 		db.flushed.Add(1)
 		go db.flushUsageEvery(opts.UsageFlushInterval)
@@ -232,7 +236,7 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions,
-			bucketSMTPLog, bucketSMTPLogTo, bucketFaults} {
+			bucketSMTPLog, bucketFaults} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -110,7 +110,8 @@ type delivery struct {
 // put writes d in tx. It may run again in a new transaction when the one
 // it shared failed, so it only writes values computed before and sequences
 // that a rollback resets.
-func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
+func (db *DB) put(tx *bolt.Tx, d *delivery) error {
+	maxPerInbox := db.retention.MaxPerInbox
 	contents, raw, eb := tx.Bucket(bucketContents), tx.Bucket(bucketRaw), tx.Bucket(bucketEmails)
 	cseq, err := contents.NextSequence()
 	if err != nil {
@@ -156,7 +157,7 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 		}
 	}
 	if d.session != nil {
-		if err := putSMTPSession(tx, *d.session); err != nil {
+		if err := db.putSMTPSession(tx, *d.session); err != nil {
 			return err
 		}
 	}
@@ -198,7 +199,7 @@ func (db *DB) commitBatch(batch []*delivery) {
 			// Sessions are written about in the order they started.
 			tx.Bucket(bucketSMTPLog).FillPercent = 0.9
 			for _, d := range ds {
-				if putErr = d.put(tx, db.retention.MaxPerInbox); putErr != nil {
+				if putErr = db.put(tx, d); putErr != nil {
 					return putErr
 				}
 			}

@@ -75,8 +75,8 @@ var migrations = [...]migration{
 	// that knows only version 7, which would call a metrics key's record
 	// corrupt, refuses the file instead.
 	{"metrics keys", func(*bolt.Tx) error { return nil }},
-	// 8 -> 9: the SMTP session log (smtplog.go: the smtplog and smtplogto
-	// buckets) and fault rules (faults.go: the faults bucket), which Open
+	// 8 -> 9: the SMTP session log (smtplog.go: the smtplog bucket) and
+	// fault rules (faults.go: the faults bucket), which Open
 	// creates after the migrations. The step exists so that a burner that
 	// knows only version 8 refuses the file: it would deliver without
 	// writing the sessions' records, never hold the log to its cap, and

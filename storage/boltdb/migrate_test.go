@@ -641,7 +641,7 @@ func TestVersionEightFileUpgrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketSMTPLog, bucketSMTPLogTo, bucketFaults} {
+		for _, name := range [][]byte{bucketSMTPLog, bucketFaults} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return err
 			}

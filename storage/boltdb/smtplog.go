@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	"burner/storage"
 	"burner/storage/internal/record"
@@ -15,30 +16,39 @@ import (
 
 // The SMTP session log (spec §13.1; storage.Engine). The layout:
 //
-//	smtplog:   be64(startedAt unix ms) uuid(16)                      -> record (record.EncodeSMTPSession)
-//	smtplogto: lower(inbox) 0x00 be64(startedAt unix ms) uuid(16)    -> nothing
+//	smtplog: be64(startedAt unix ms) uuid(16) -> record (record.EncodeSMTPSession)
 //
-// smtplog's keys sort by start, then id: the order of the log, newest
-// last, so that a listing walks backwards from the end and the sweeper
-// deletes from the start. smtplogto indexes each record under every inbox
-// its RCPTs named, for a listing by inbox. The bucket's sequence counts
-// its records, so that the cap (Retention.MaxSessions) costs no scan: a
+// The keys sort by start, then id: the order of the log, newest last, so
+// that a listing of every session walks backwards from the end and the
+// sweeper deletes from the start. The bucket's sequence counts its
+// records, so that the cap (Retention.MaxSessions) costs no scan: a
 // bucket's sequence is kept in its header, which any write to the bucket
 // rewrites anyway.
+//
+// A listing by inbox reads an index held in memory (smtpIndex): the keys
+// of each inbox's records, built at Open from the records
+// (record.SMTPSessionInboxes reads no more of one than its recipients)
+// and kept by every commit that writes or deletes one, when it commits
+// (bbolt's OnCommit). One process has the file, so memory is as good as
+// the file for it, and a delivery writes no index page: an index bucket
+// cost each delivery 0.75 pages more (BenchmarkSessionRecord, 4.7 pages
+// a message without the log, 6.2 with it and that bucket, 5.5 with it
+// alone). Two commits' updates of the index may come in the other order;
+// a key whose record is gone is dropped when a listing meets it.
 //
 // A delivery writes its session's record in its own transaction (put); the
 // rest come in batches (WriteSMTPSessions). Either way a record still open
 // never replaces an ended one.
 
-var (
-	bucketSMTPLog   = []byte("smtplog")
-	bucketSMTPLogTo = []byte("smtplogto")
-)
+var bucketSMTPLog = []byte("smtplog")
+
+// smtpLogKey is a record's key: be64(startedAt unix ms) uuid(16).
+type smtpLogKey [24]byte
 
 // smtpLogEntry is a record ready to be written: its key, its inboxes and
 // its encoding, made before the transaction.
 type smtpLogEntry struct {
-	key     []byte // be64(startedAt) uuid
+	key     smtpLogKey
 	inboxes []string
 	ended   bool
 	value   []byte
@@ -51,71 +61,144 @@ func newSMTPLogEntry(s *storage.SMTPSession) (smtpLogEntry, error) {
 		return smtpLogEntry{}, err
 	}
 	id, _ := storage.ParseID(s.ID) // EncodeSMTPSession checked it
-	key := binary.BigEndian.AppendUint64(make([]byte, 0, 24), uint64(s.StartedAt.UnixMilli()))
-	return smtpLogEntry{key: append(key, id[:]...), inboxes: s.Inboxes(), ended: s.EndedAt != nil, value: v}, nil
+	var key smtpLogKey
+	binary.BigEndian.PutUint64(key[:8], uint64(s.StartedAt.UnixMilli()))
+	copy(key[8:], id[:])
+	return smtpLogEntry{key: key, inboxes: s.Inboxes(), ended: s.EndedAt != nil, value: v}, nil
 }
 
-// smtpLogToKey is the smtplogto key of the record at key for inbox.
-func smtpLogToKey(inbox string, key []byte) []byte {
-	return append(append(append(make([]byte, 0, len(inbox)+1+len(key)), inbox...), 0), key...)
+// smtpIndex is the log's index by inbox: the keys of each inbox's
+// records, in key order. It is safe for concurrent use.
+type smtpIndex struct {
+	mu      sync.RWMutex
+	byInbox map[string][]smtpLogKey
+}
+
+// add indexes key under inboxes.
+func (x *smtpIndex) add(key smtpLogKey, inboxes []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byInbox == nil {
+		x.byInbox = make(map[string][]smtpLogKey)
+	}
+	for _, inbox := range inboxes {
+		keys := x.byInbox[inbox]
+		i, found := slices.BinarySearchFunc(keys, key, compareKeys)
+		if !found {
+			x.byInbox[inbox] = slices.Insert(keys, i, key) // nearly always at the end
+		}
+	}
+}
+
+// remove drops key from the index of each of inboxes.
+func (x *smtpIndex) remove(key smtpLogKey, inboxes []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, inbox := range inboxes {
+		keys := x.byInbox[inbox]
+		if i, found := slices.BinarySearchFunc(keys, key, compareKeys); found {
+			if i == 0 {
+				keys = keys[1:] // the sweeper deletes the oldest: no copy
+			} else {
+				keys = slices.Delete(keys, i, i+1)
+			}
+			if len(keys) == 0 {
+				delete(x.byInbox, inbox)
+			} else {
+				x.byInbox[inbox] = keys
+			}
+		}
+	}
+}
+
+// newest returns the keys of inbox after since (a unix ms floor; -1 for
+// every key), newest first, at most n of them, and skipping the first
+// skip.
+func (x *smtpIndex) newest(inbox string, since int64, skip, n int) []smtpLogKey {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	keys := x.byInbox[inbox]
+	var out []smtpLogKey
+	for i := len(keys) - 1 - skip; i >= 0 && len(out) < n; i-- {
+		if int64(binary.BigEndian.Uint64(keys[i][:8])) <= since {
+			break
+		}
+		out = append(out, keys[i])
+	}
+	return out
+}
+
+func compareKeys(a, b smtpLogKey) int { return bytes.Compare(a[:], b[:]) }
+
+// buildSMTPIndex indexes every record of the log.
+func (db *DB) buildSMTPIndex() error {
+	return db.bolt.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSMTPLog)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			inboxes, err := record.SMTPSessionInboxes(v)
+			if err != nil || len(k) != len(smtpLogKey{}) {
+				return nil // check reports it; a listing cannot show it
+			}
+			db.smtpIndex.add(smtpLogKey(k), inboxes)
+			return nil
+		})
+	})
 }
 
 // putSMTPSession writes e in tx, unless the record of its session there
-// is ended and e is not; it counts a new record in the bucket's sequence.
-func putSMTPSession(tx *bolt.Tx, e smtpLogEntry) error {
-	b, to := tx.Bucket(bucketSMTPLog), tx.Bucket(bucketSMTPLogTo)
+// is ended and e is not; it counts a new record in the bucket's sequence,
+// and indexes it when tx commits.
+func (db *DB) putSMTPSession(tx *bolt.Tx, e smtpLogEntry) error {
+	b := tx.Bucket(bucketSMTPLog)
 	n := b.Sequence()
-	if old := b.Get(e.key); old != nil {
+	var gone []string // inboxes the record named and names no more
+	if old := b.Get(e.key[:]); old != nil {
 		ended, err := record.SMTPSessionEnded(old)
 		if err == nil && ended && !e.ended {
 			return nil
 		}
 		// A session's recipients only grow, but the contract is a
 		// replacement: the index follows the record.
-		if prev, err := record.DecodeSMTPSession(old); err == nil {
-			for _, inbox := range prev.Inboxes() {
+		if prev, err := record.SMTPSessionInboxes(old); err == nil {
+			for _, inbox := range prev {
 				if !slices.Contains(e.inboxes, inbox) {
-					if err := to.Delete(smtpLogToKey(inbox, e.key)); err != nil {
-						return err
-					}
+					gone = append(gone, inbox)
 				}
 			}
 		}
 	} else {
 		n++
 	}
-	if err := b.Put(e.key, e.value); err != nil {
+	if err := b.Put(e.key[:], e.value); err != nil {
 		return err
 	}
-	for _, inbox := range e.inboxes {
-		if err := to.Put(smtpLogToKey(inbox, e.key), nil); err != nil {
-			return err
-		}
-	}
+	tx.OnCommit(func() {
+		db.smtpIndex.remove(e.key, gone)
+		db.smtpIndex.add(e.key, e.inboxes)
+	})
 	return b.SetSequence(n)
 }
 
-// deleteSMTPSession deletes the record at k, v and its index entries.
-// A record that does not decode goes without them: check reports the
-// entries left.
-func deleteSMTPSession(tx *bolt.Tx, k, v []byte) error {
+// deleteSMTPSession deletes the record at k, v, and drops it from the
+// index when tx commits.
+func (db *DB) deleteSMTPSession(tx *bolt.Tx, k, v []byte) error {
 	b := tx.Bucket(bucketSMTPLog)
-	if s, err := record.DecodeSMTPSession(v); err == nil {
-		for _, inbox := range s.Inboxes() {
-			if err := tx.Bucket(bucketSMTPLogTo).Delete(smtpLogToKey(inbox, k)); err != nil {
-				return err
-			}
-		}
-	}
 	if err := b.Delete(k); err != nil {
 		return err
+	}
+	if inboxes, err := record.SMTPSessionInboxes(v); err == nil && len(k) == len(smtpLogKey{}) {
+		key := smtpLogKey(k)
+		tx.OnCommit(func() { db.smtpIndex.remove(key, inboxes) })
 	}
 	return b.SetSequence(b.Sequence() - min(b.Sequence(), 1))
 }
 
 // trimSMTPLog deletes the oldest records beyond max, at most most of them
 // (-1: all), and returns how many it deleted.
-func trimSMTPLog(tx *bolt.Tx, max, most int) (int, error) {
+func (db *DB) trimSMTPLog(tx *bolt.Tx, max, most int) (int, error) {
 	b := tx.Bucket(bucketSMTPLog)
 	over := int(b.Sequence()) - max
 	if max <= 0 || over <= 0 {
@@ -124,12 +207,12 @@ func trimSMTPLog(tx *bolt.Tx, max, most int) (int, error) {
 	if most >= 0 {
 		over = min(over, most)
 	}
-	return deleteSMTPLogWhile(tx, over, func([]byte) bool { return true })
+	return db.deleteSMTPLogWhile(tx, over, func([]byte) bool { return true })
 }
 
 // deleteSMTPLogWhile deletes records from the oldest on while del says
 // so of their key, at most most of them, and returns how many.
-func deleteSMTPLogWhile(tx *bolt.Tx, most int, del func(key []byte) bool) (int, error) {
+func (db *DB) deleteSMTPLogWhile(tx *bolt.Tx, most int, del func(key []byte) bool) (int, error) {
 	var keys, values [][]byte
 	c := tx.Bucket(bucketSMTPLog).Cursor()
 	for k, v := c.First(); k != nil && len(keys) < most && del(k); k, v = c.Next() {
@@ -138,7 +221,7 @@ func deleteSMTPLogWhile(tx *bolt.Tx, most int, del func(key []byte) bool) (int, 
 	// Deleted after the walk: a cursor that deletes as it goes skips
 	// the record after each one it deletes.
 	for i, k := range keys {
-		if err := deleteSMTPSession(tx, k, values[i]); err != nil {
+		if err := db.deleteSMTPSession(tx, k, values[i]); err != nil {
 			return i, err
 		}
 	}
@@ -158,13 +241,13 @@ func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession)
 		}
 	}
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		tx.Bucket(bucketSMTPLog).FillPercent = 0.9 // as deliveries write it
+		tx.Bucket(bucketSMTPLog).FillPercent = 0.9 // as deliveries write them
 		for _, e := range entries {
-			if err := putSMTPSession(tx, e); err != nil {
+			if err := db.putSMTPSession(tx, e); err != nil {
 				return err
 			}
 		}
-		_, err := trimSMTPLog(tx, db.retention.MaxSessions, -1)
+		_, err := db.trimSMTPLog(tx, db.retention.MaxSessions, -1)
 		return err
 	})
 	if err != nil {
@@ -183,58 +266,57 @@ func (db *DB) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]s
 	if limit <= 0 {
 		limit = storage.DefaultSMTPSessions
 	}
+	since := int64(-1) // keys start with be64(startedAt), whole milliseconds
+	if !q.Since.IsZero() {
+		since = record.FloorMilli(q.Since)
+	}
 	var out []storage.SMTPSession
+	var stale []smtpLogKey // index entries whose record is gone
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		out = nil
+		out, stale = nil, nil
 		b := tx.Bucket(bucketSMTPLog)
 		if b == nil {
 			return nil
-		}
-		// Keys start with be64(startedAt): past since's millisecond, or at
-		// it when since has more (startedAt is whole milliseconds).
-		after := func(key []byte) bool {
-			return q.Since.IsZero() || int64(binary.BigEndian.Uint64(key)) > record.FloorMilli(q.Since)
 		}
 		take := func(k, v []byte) error {
 			s, err := record.DecodeSMTPSession(v)
 			if err != nil {
 				return fmt.Errorf("smtp session %x: %w", k, err)
 			}
-			if q.Inbox == "" || slices.Contains(s.Inboxes(), q.Inbox) {
-				out = append(out, s)
-			}
+			out = append(out, s)
 			return nil
 		}
 		if q.Inbox == "" {
 			c := b.Cursor()
-			for k, v := c.Last(); k != nil && len(out) < limit && after(k); k, v = c.Prev() {
+			for k, v := c.Last(); k != nil && len(out) < limit && int64(binary.BigEndian.Uint64(k)) > since; k, v = c.Prev() {
 				if err := take(k, v); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		prefix := append([]byte(q.Inbox), 0)
-		c := tx.Bucket(bucketSMTPLogTo).Cursor()
-		k, _ := c.Seek(append(bytes.Clone(prefix), 0xff))
-		if k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Prev() {
-			key := k[len(prefix):]
-			if !after(key) {
-				break
+		for skip := 0; len(out) < limit; {
+			keys := db.smtpIndex.newest(q.Inbox, since, skip, limit-len(out))
+			if len(keys) == 0 {
+				return nil
 			}
-			if v := b.Get(key); v != nil {
-				if err := take(key, v); err != nil {
+			skip += len(keys)
+			for _, k := range keys {
+				v := b.Get(k[:])
+				if v == nil {
+					stale = append(stale, k)
+					continue
+				}
+				if err := take(k[:], v); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	})
+	for _, k := range stale {
+		db.smtpIndex.remove(k, []string{q.Inbox})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("smtp sessions: %w", err)
 	}
@@ -246,12 +328,12 @@ func (db *DB) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]s
 func (db *DB) sweepSMTPLog(ctx context.Context) error {
 	cutoff := record.CeilMilli(db.now().Add(-db.retention.SessionsMaxAge)) // startedAt < cutoff
 	for _, step := range []func(tx *bolt.Tx) (int, error){
-		func(tx *bolt.Tx) (int, error) { return trimSMTPLog(tx, db.retention.MaxSessions, smallTx) },
+		func(tx *bolt.Tx) (int, error) { return db.trimSMTPLog(tx, db.retention.MaxSessions, smallTx) },
 		func(tx *bolt.Tx) (int, error) {
 			if db.retention.SessionsMaxAge <= 0 {
 				return 0, nil
 			}
-			return deleteSMTPLogWhile(tx, smallTx, func(k []byte) bool { return int64(binary.BigEndian.Uint64(k)) < cutoff })
+			return db.deleteSMTPLogWhile(tx, smallTx, func(k []byte) bool { return int64(binary.BigEndian.Uint64(k)) < cutoff })
 		},
 	} {
 		for n := smallTx; n == smallTx; {
@@ -282,12 +364,11 @@ func (db *DB) sweepSMTPLog(ctx context.Context) error {
 }
 
 // checkSMTPLog checks that every record of the session log decodes under
-// its key, that the bucket's sequence counts them, and that the index
-// holds each record under its inboxes and nothing else.
+// its key, and that the bucket's sequence counts them.
 func checkSMTPLog(tx *bolt.Tx, r *storage.CheckReport) {
-	b, to := tx.Bucket(bucketSMTPLog), tx.Bucket(bucketSMTPLogTo)
-	if b == nil || to == nil {
-		r.Problemf("bucket %q or %q is missing", bucketSMTPLog, bucketSMTPLogTo)
+	b := tx.Bucket(bucketSMTPLog)
+	if b == nil {
+		r.Problemf("bucket %q is missing", bucketSMTPLog)
 		return
 	}
 	n := uint64(0)
@@ -298,40 +379,12 @@ func checkSMTPLog(tx *bolt.Tx, r *storage.CheckReport) {
 			r.Problemf("smtp session %x: %v", k, err)
 			return nil
 		}
-		if e, err := newSMTPLogEntry(&s); err != nil || !bytes.Equal(e.key, k) {
+		if e, err := newSMTPLogEntry(&s); err != nil || !bytes.Equal(e.key[:], k) {
 			r.Problemf("smtp session %x is not under the key of its id and start (%v)", k, err)
-		}
-		for _, inbox := range s.Inboxes() {
-			if !hasKey(to, smtpLogToKey(inbox, k)) {
-				r.Problemf("smtp session %s is not indexed under inbox %q", s.ID, inbox)
-			}
 		}
 		return nil
 	})
 	if n != b.Sequence() {
 		r.Problemf("the session log holds %d records, but counts %d", n, b.Sequence())
 	}
-	to.ForEach(func(k, _ []byte) error {
-		i := bytes.IndexByte(k, 0)
-		if i < 0 || len(k) != i+1+24 {
-			r.Problemf("smtp session index key %x is malformed", k)
-			return nil
-		}
-		v := b.Get(k[i+1:])
-		if v == nil {
-			r.Problemf("smtp session index entry %q points to no record", k)
-			return nil
-		}
-		if s, err := record.DecodeSMTPSession(v); err == nil && !slices.Contains(s.Inboxes(), string(k[:i])) {
-			r.Problemf("smtp session %s is indexed under inbox %q, which it did not name", s.ID, k[:i])
-		}
-		return nil
-	})
-}
-
-// hasKey reports whether b holds key, with or without a value: Get
-// returns nil for a key whose value is empty.
-func hasKey(b *bolt.Bucket, key []byte) bool {
-	k, _ := b.Cursor().Seek(key)
-	return bytes.Equal(k, key)
 }

@@ -340,7 +340,7 @@ func (db *DB) write(ctx context.Context, tx pgx.Tx, batch []*delivery, inboxes [
 		}
 	}
 	if len(sessions.ids) > 0 {
-		b.Queue(writeSMTPLogSQL, sessions.args()...)
+		b.Queue(deliverSMTPLogSQL, sessions.args()...)
 		queued++
 	}
 	var trimmed int

@@ -66,10 +66,10 @@ import (
 //	          per session, keyed by its start and id (the log's order), its
 //	          record as record.EncodeSMTPSession makes it, whether it is
 //	          ended, the inboxes its RCPTs named (a GIN index, for a
-//	          listing by inbox: without fastupdate, so that no delivery
-//	          pays for merging a pending list), and seq, the order rows
-//	          were made in, which holds the cap: the rows of the last
-//	          max_sessions seqs are at most max_sessions.
+//	          listing by inbox; its fast update, the default, makes a
+//	          delivery's share of it an append to a pending list), and
+//	          seq, the order rows were made in, which holds the cap: the
+//	          rows of the last max_sessions seqs are at most max_sessions.
 //	fault_rules: fault rules (spec §13.2, faults.go), seq their creation
 //	          order; used counts their uses, taken one at a time with an
 //	          UPDATE that no two nodes can both win past times.
@@ -173,7 +173,7 @@ var migrations = []string{
 		PRIMARY KEY (started_at, id)
 	);
 	CREATE INDEX smtp_sessions_seq ON smtp_sessions (seq);
-	CREATE INDEX smtp_sessions_inboxes ON smtp_sessions USING gin (inboxes) WITH (fastupdate = off);
+	CREATE INDEX smtp_sessions_inboxes ON smtp_sessions USING gin (inboxes);
 	CREATE TABLE fault_rules (
 		seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 		id uuid NOT NULL UNIQUE,

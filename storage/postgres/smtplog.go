@@ -76,6 +76,16 @@ const writeSMTPLogSQL = `WITH u AS (
 	ON CONFLICT (started_at, id) DO UPDATE SET ended = excluded.ended, inboxes = excluded.inboxes, record = excluded.record
 	WHERE excluded.ended OR NOT smtp_sessions.ended`
 
+// deliverSMTPLogSQL writes the records of delivered sessions, in their
+// deliveries' transaction: an insert, or, for a session whose open record
+// a batch wrote already (rare: most sessions end before the writer's next
+// batch), an update. Such an update spends a seq, which only makes the
+// cap hold with a row fewer.
+const deliverSMTPLogSQL = `INSERT INTO smtp_sessions (started_at, id, ended, inboxes, record)
+	SELECT started_at, id, true, string_to_array(inboxes, ' '), record
+	FROM unnest($1::bigint[], $2::uuid[], $3::boolean[], $4::text[], $5::bytea[]) AS u(started_at, id, ended, inboxes, record)
+	ON CONFLICT (started_at, id) DO UPDATE SET ended = true, inboxes = excluded.inboxes, record = excluded.record`
+
 // trimSMTPLogSQL deletes the rows made before the last $1: at most $1
 // rows are left.
 const trimSMTPLogSQL = `DELETE FROM smtp_sessions WHERE seq <= (SELECT max(seq) FROM smtp_sessions) - $1`

@@ -50,7 +50,11 @@ func TestSMTPSessionRoundTrip(t *testing.T) {
 	full.Emails = []string{"not-a-uuid", "0195f3b0-9c1f-7a2b-8c3d-4e5f60718294"}
 	open := deliveredSession()
 	open.EndedAt, open.Outcome, open.Data, open.Emails, open.Transcript = nil, "", nil, nil, open.Transcript[:3]
-	for name, s := range map[string]storage.SMTPSession{"delivered": deliveredSession(), "everything": full, "open": open,
+	long := deliveredSession()
+	for i := range 150 {
+		long.Transcript = append(long.Transcript, storage.TranscriptLine{C: "NOOP " + strings.Repeat("n", i), S: "250 2.0.0 OK"})
+	}
+	for name, s := range map[string]storage.SMTPSession{"delivered": deliveredSession(), "everything": full, "open": open, "long": long,
 		"empty": {ID: "0195f3b0-9c1e-7a2b-8c3d-4e5f60718293", StartedAt: time.UnixMilli(0).UTC()}} {
 		v, err := EncodeSMTPSession(&s)
 		if err != nil {
@@ -59,6 +63,9 @@ func TestSMTPSessionRoundTrip(t *testing.T) {
 		got, err := DecodeSMTPSession(v)
 		if err != nil || !reflect.DeepEqual(got, s) {
 			t.Errorf("%s: DecodeSMTPSession(EncodeSMTPSession(s)) = %+v, %v; want %+v", name, got, err, s)
+		}
+		if inboxes, err := SMTPSessionInboxes(v); err != nil || !reflect.DeepEqual(inboxes, s.Inboxes()) {
+			t.Errorf("%s: SMTPSessionInboxes = %q, %v; want %q", name, inboxes, err, s.Inboxes())
 		}
 		if ended, err := SMTPSessionEnded(v); err != nil || ended != (s.EndedAt != nil) {
 			t.Errorf("%s: SMTPSessionEnded = %v, %v; want %v", name, ended, err, s.EndedAt != nil)
@@ -127,4 +134,27 @@ func FuzzDecodeSMTPSession(f *testing.F) {
 			t.Fatalf("a decoded record re-encoded decodes as %+v, %v; want %+v", back, err, s)
 		}
 	})
+}
+
+// BenchmarkEncodeSMTPSession: a delivered session's record, made with
+// every delivery.
+func BenchmarkEncodeSMTPSession(b *testing.B) {
+	s := deliveredSession()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := EncodeSMTPSession(&s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeSMTPSession(b *testing.B) {
+	s := deliveredSession()
+	v, _ := EncodeSMTPSession(&s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeSMTPSession(v); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
