@@ -154,9 +154,11 @@ type Engine interface {
 	// The SMTP session log (spec §13.1): a record of every SMTP session
 	// that reached a RCPT. Deliver writes the record of a session that
 	// stores mail (Message.Session) in the delivery's own commit; the
-	// others come in batches through WriteSMTPSessions. Sweep keeps it
-	// within Retention.SessionsMaxAge and Retention.MaxSessions. The log
-	// is diagnostics: Export and Import do not carry it.
+	// others come in batches through WriteSMTPSessions. Every commit that
+	// writes a record holds Retention.MaxSessions, deleting the oldest
+	// records beyond it; Sweep holds it too (after a lower cap) and
+	// Retention.SessionsMaxAge. The log is diagnostics: Export and Import
+	// do not carry it.
 
 	// WriteSMTPSessions writes recs to the session log in one
 	// transaction. Each replaces the record of its session (the same ID

@@ -130,6 +130,9 @@ type Stats struct {
 	Keys      int       // API keys
 	FileBytes int64     // the store's size on disk
 	Oldest    time.Time // when the oldest email was received; zero without emails
+	// SMTPSessions counts the records of the SMTP session log (spec
+	// §13.1).
+	SMTPSessions int
 }
 
 // Retention is what a store keeps (spec §6), as both engines' options
@@ -151,7 +154,8 @@ type Retention struct {
 	// MaxSessions pushes them out.
 	SessionsMaxAge time.Duration
 	// MaxSessions caps the records of the SMTP session log, the oldest
-	// going first: WriteSMTPSessions and Sweep hold it. 0 means no cap.
+	// going first: every commit that writes a record holds it, and Sweep.
+	// 0 means no cap.
 	MaxSessions int
 }
 

@@ -160,6 +160,12 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 		if err := db.putSMTPSession(tx, *d.session); err != nil {
 			return err
 		}
+		// The cap holds at every commit; under it, this costs no read.
+		// A few at a time: after a cap was lowered, the sweeper deletes
+		// the many.
+		if _, err := db.trimSMTPLog(tx, db.retention.MaxSessions, trimAtDelivery); err != nil {
+			return err
+		}
 	}
 	if maxPerInbox > 0 {
 		for _, inbox := range d.inboxes {
@@ -170,6 +176,10 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 	}
 	return nil
 }
+
+// trimAtDelivery bounds the records of the session log a delivery
+// deletes to hold the cap.
+const trimAtDelivery = 8
 
 // maxBatch bounds the deliveries of one transaction (commit.Group).
 const maxBatch = 256

@@ -196,18 +196,14 @@ func (db *DB) deleteSMTPSession(tx *bolt.Tx, k, v []byte) error {
 	return b.SetSequence(b.Sequence() - min(b.Sequence(), 1))
 }
 
-// trimSMTPLog deletes the oldest records beyond max, at most most of them
-// (-1: all), and returns how many it deleted.
+// trimSMTPLog deletes the oldest records beyond max, at most most of
+// them, and returns how many it deleted.
 func (db *DB) trimSMTPLog(tx *bolt.Tx, max, most int) (int, error) {
-	b := tx.Bucket(bucketSMTPLog)
-	over := int(b.Sequence()) - max
+	over := int(tx.Bucket(bucketSMTPLog).Sequence()) - max
 	if max <= 0 || over <= 0 {
 		return 0, nil
 	}
-	if most >= 0 {
-		over = min(over, most)
-	}
-	return db.deleteSMTPLogWhile(tx, over, func([]byte) bool { return true })
+	return db.deleteSMTPLogWhile(tx, min(over, most), func([]byte) bool { return true })
 }
 
 // deleteSMTPLogWhile deletes records from the oldest on while del says
@@ -247,7 +243,9 @@ func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession)
 				return err
 			}
 		}
-		_, err := db.trimSMTPLog(tx, db.retention.MaxSessions, -1)
+		// As a delivery does: a few beyond what it adds, so that a cap
+		// just lowered is the sweeper's, in small transactions.
+		_, err := db.trimSMTPLog(tx, db.retention.MaxSessions, len(entries)+trimAtDelivery)
 		return err
 	})
 	if err != nil {

@@ -342,6 +342,12 @@ func (db *DB) write(ctx context.Context, tx pgx.Tx, batch []*delivery, inboxes [
 	if len(sessions.ids) > 0 {
 		b.Queue(deliverSMTPLogSQL, sessions.args()...)
 		queued++
+		if db.retention.MaxSessions > 0 {
+			// The cap holds at every commit: under it, one probe of the
+			// index of seq.
+			b.Queue(trimSMTPLogSQL, db.retention.MaxSessions, len(sessions.ids)+trimAtDelivery)
+			queued++
+		}
 	}
 	var trimmed int
 	if db.retention.MaxPerInbox > 0 {

@@ -86,9 +86,15 @@ const deliverSMTPLogSQL = `INSERT INTO smtp_sessions (started_at, id, ended, inb
 	FROM unnest($1::bigint[], $2::uuid[], $3::boolean[], $4::text[], $5::bytea[]) AS u(started_at, id, ended, inboxes, record)
 	ON CONFLICT (started_at, id) DO UPDATE SET ended = true, inboxes = excluded.inboxes, record = excluded.record`
 
-// trimSMTPLogSQL deletes the rows made before the last $1: at most $1
-// rows are left.
-const trimSMTPLogSQL = `DELETE FROM smtp_sessions WHERE seq <= (SELECT max(seq) FROM smtp_sessions) - $1`
+// trimSMTPLogSQL deletes the rows made before the last $1, at most $2
+// of them, the oldest first: then at most $1 rows are left, or $2 fewer
+// rows than there were.
+const trimSMTPLogSQL = `DELETE FROM smtp_sessions WHERE seq IN (
+	SELECT seq FROM smtp_sessions WHERE seq <= (SELECT max(seq) FROM smtp_sessions) - $1 ORDER BY seq LIMIT $2)`
+
+// trimAtDelivery bounds the rows a delivery batch deletes to hold the
+// cap: after a cap was lowered, the sweeper deletes the many.
+const trimAtDelivery = 64
 
 // WriteSMTPSessions writes recs in one transaction (storage.Engine).
 func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession) error {
@@ -132,7 +138,7 @@ func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession)
 			var b pgx.Batch
 			b.Queue(writeSMTPLogSQL, rows.args()...)
 			if db.retention.MaxSessions > 0 {
-				b.Queue(trimSMTPLogSQL, db.retention.MaxSessions)
+				b.Queue(trimSMTPLogSQL, db.retention.MaxSessions, len(keep)+trimAtDelivery)
 			}
 			return tx.SendBatch(ctx, &b).Close()
 		})
@@ -187,9 +193,16 @@ func (db *DB) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]s
 // older than Retention.SessionsMaxAge, smallTx at a time, and the RCPTs
 // counted for fault rules more than a minute ago.
 func (db *DB) sweepSMTPLog(ctx context.Context) error {
-	if db.retention.MaxSessions > 0 {
-		if _, err := db.pool.Exec(ctx, trimSMTPLogSQL, db.retention.MaxSessions); err != nil {
+	for db.retention.MaxSessions > 0 {
+		if err := ctx.Err(); err != nil {
 			return err
+		}
+		tag, err := db.pool.Exec(ctx, trimSMTPLogSQL, db.retention.MaxSessions, smallTx)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() < smallTx {
+			break
 		}
 	}
 	if db.retention.SessionsMaxAge > 0 {
