@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,64 +194,4 @@ func fieldList() string {
 		b.WriteString(f)
 	}
 	return b.String()
-}
-
-// CreateFaultRule arms rule for ctx's scope (spec §13.2): a key that may
-// write, for inboxes inside its scope.
-func (s scopedStore) CreateFaultRule(ctx context.Context, rule storage.FaultRule) (storage.FaultRule, error) {
-	sc, ok := scopeOf(ctx)
-	if !ok {
-		return storage.FaultRule{}, errNoScope
-	}
-	if sc.ReadOnly {
-		return storage.FaultRule{}, errReadOnly
-	}
-	if !sc.ReachesPattern(rule.Inbox) {
-		return storage.FaultRule{}, errInboxForbidden
-	}
-	return s.db.CreateFaultRule(ctx, rule)
-}
-
-// FaultRules returns the rules inside ctx's scope.
-func (s scopedStore) FaultRules(ctx context.Context) ([]storage.FaultRule, error) {
-	sc, ok := scopeOf(ctx)
-	if !ok {
-		return nil, errNoScope
-	}
-	rules, err := s.db.FaultRules(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := []storage.FaultRule{}
-	for _, r := range rules {
-		if sc.ReachesPattern(r.Inbox) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// DeleteFaultRule refuses a read-only scope, for an unknown id too (spec
-// §8), then answers a rule outside the scope as one that does not exist.
-func (s scopedStore) DeleteFaultRule(ctx context.Context, id string) error {
-	sc, ok := scopeOf(ctx)
-	if !ok {
-		return errNoScope
-	}
-	if sc.ReadOnly {
-		return errReadOnly
-	}
-	rules, err := s.FaultRules(ctx)
-	if err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(rules, func(r storage.FaultRule) bool { return r.ID == id }) {
-		return errFaultNotFound
-	}
-	if err := s.db.DeleteFaultRule(ctx, id); errors.Is(err, storage.ErrNotFound) {
-		return errFaultNotFound // deleted meanwhile
-	} else if err != nil {
-		return err
-	}
-	return nil
 }

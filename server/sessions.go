@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"burner/emailjson"
@@ -187,78 +185,4 @@ func newSessionJSON(s *storage.SMTPSession) sessionJSON {
 		j.Transcript[i] = transcriptRow{C: l.C, S: l.S}
 	}
 	return j
-}
-
-// SMTPSessions lists the session log as ctx's scope may see it (spec
-// §13.1): without an inbox only for a scope that reaches every inbox;
-// with one, only inside the scope, and each session shows only the
-// scope's recipients (hideRecipients).
-func (s scopedStore) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]storage.SMTPSession, error) {
-	sc, ok := scopeOf(ctx)
-	if !ok {
-		return nil, errNoScope
-	}
-	if q.Inbox == "" && !sc.Everywhere() {
-		return nil, errInboxForbidden
-	}
-	if err := mayReachInbox(ctx, q.Inbox); err != nil {
-		return nil, err
-	}
-	sessions, err := s.db.SMTPSessions(ctx, q)
-	if err != nil || sc.Everywhere() {
-		return sessions, err
-	}
-	for i := range sessions {
-		hideRecipients(&sessions[i], sc)
-	}
-	return sessions, nil
-}
-
-// hideRecipients leaves in s only what sc may see of it: the recipients
-// of inboxes sc reaches, the emails stored for them, and in the
-// transcript, every other RCPT's address as <hidden>.
-func hideRecipients(s *storage.SMTPSession, sc storage.Scope) {
-	visible := make(map[string]bool)
-	var kept []storage.SMTPRecipient
-	// Emails are the copies of the accepted recipients, each address once
-	// (smtpd stores one copy per mailbox), in order.
-	var accepted []bool
-	seen := make(map[string]bool)
-	for _, r := range s.Recipients {
-		ours := r.Inbox != nil && sc.Reaches(*r.Inbox)
-		if ours {
-			visible[r.Address] = true
-			kept = append(kept, r)
-		}
-		if r.Reply != nil && strings.HasPrefix(*r.Reply, "2") && !seen[strings.ToLower(r.Address)] {
-			seen[strings.ToLower(r.Address)] = true
-			accepted = append(accepted, ours)
-		}
-	}
-	s.Recipients = kept
-	var emails []string
-	if len(accepted) == len(s.Emails) {
-		for i, id := range s.Emails {
-			if accepted[i] {
-				emails = append(emails, id)
-			}
-		}
-	}
-	s.Emails = emails
-	for i, l := range s.Transcript {
-		if verbOfLine(l.C) != "RCPT" {
-			continue
-		}
-		// What follows the path may name the address again (ORCPT).
-		open, close := strings.IndexByte(l.C, '<'), strings.IndexByte(l.C, '>')
-		if open < 0 || close < open || !visible[l.C[open+1:close]] {
-			s.Transcript[i].C = l.C[:len("RCPT")] + " TO:<hidden>"
-		}
-	}
-}
-
-// verbOfLine returns the command word of a transcript line in upper case.
-func verbOfLine(c string) string {
-	verb, _, _ := strings.Cut(c, " ")
-	return strings.ToUpper(verb)
 }
