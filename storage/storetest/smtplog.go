@@ -238,3 +238,27 @@ func testSMTPLogRetention(t *testing.T, open Opener) {
 		t.Errorf("Check = %+v, %v; want no problem", r, err)
 	}
 }
+
+// testCopyLeavesSMTPLog: a copy carries neither the session log nor the
+// fault rules (diagnostics and a test's state, spec §13), and the source
+// keeps both.
+func testCopyLeavesSMTPLog(t *testing.T, open Opener) {
+	ctx := context.Background()
+	src, dst, _, _ := copyStores(t, open)
+	writeSessions(t, src, SMTPSession(SessionID(1), time.Now(), true, "alice@inbox.test"))
+	if _, err := src.CreateFaultRule(ctx, storage.FaultRule{Inbox: "alice", Stage: storage.FaultAtRcpt, Reply: "451"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Import(ctx, src, nil); err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if got := listSessions(t, dst, storage.SMTPSessionQuery{}); len(got) != 0 {
+		t.Errorf("the copy's session log lists %v, want nothing", got)
+	}
+	if rules, err := dst.FaultRules(ctx); err != nil || len(rules) != 0 {
+		t.Errorf("the copy's fault rules = %+v, %v; want none", rules, err)
+	}
+	if got := listSessions(t, src, storage.SMTPSessionQuery{}); len(got) != 1 {
+		t.Errorf("the source's session log lists %v after the copy, want its record", got)
+	}
+}

@@ -80,6 +80,7 @@ func Run(t *testing.T, open Opener) {
 		{"FaultRuleTimes", testFaultRuleTimes},
 		{"FaultRulePerMinute", testFaultRulePerMinute},
 		{"ArmFaultRules", testArmFaultRules},
+		{"CopyLeavesSMTPLog", testCopyLeavesSMTPLog},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}
