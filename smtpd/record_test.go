@@ -2,20 +2,27 @@ package smtpd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net/textproto"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"burner/internal/pgtest"
 	"burner/storage"
+	"burner/storage/boltdb"
+	"burner/storage/postgres"
 )
 
 // quit ends the session and waits until the daemon has closed the
@@ -408,5 +415,76 @@ func TestRecordData(t *testing.T) {
 		if rec.Outcome != storage.SMTPRejected || rec.Data == nil || *rec.Data.Reply != "451 4.3.0 Temporary storage failure, try again later" || len(rec.Emails) != 0 {
 			t.Errorf("storage failure: %+v, data %+v; want rejected with the 451", rec, rec.Data)
 		}
+	})
+}
+
+// spec §13.1, as the store holds it: a session that sent an AUTH secret
+// and a message whose data a fault rule refused (so that the store holds
+// no mail, only the session's record) leaves neither in the stored bytes:
+// the bbolt file, or the PostgreSQL rows of the log.
+func TestRecordStoresNoSecret(t *testing.T) {
+	const secret, body = "AGFsaWNlAHMzY3IzdC1wYXNzd29yZA==", "the body says s3cr3t-password"
+	send := func(t *testing.T, db storage.Engine) {
+		t.Helper()
+		arm(t, db, storage.FaultRule{Inbox: "grep", Stage: storage.FaultAtData, Reply: "554 5.6.0 Content refused"})
+		log := newSessionLog(t, db)
+		c := dialRaw(t, startDaemon(t, db, Options{Faults: db, SessionLog: log}))
+		c.send("EHLO client.test\r\n")
+		c.lines()
+		c.say("AUTH PLAIN "+secret, "503 5.5.1 Authentication not enabled: burner only receives mail")
+		c.mail("grep@inbox.test")
+		c.say("DATA", "354 End data with <CR><LF>.<CR><LF>")
+		c.sayRaw("Subject: s3cr3t-password\r\n\r\n"+body+"\r\n.\r\n", "554 5.6.0 Content refused")
+		c.quit()
+		if rec := log.waitEnded(t, 1)[0]; rec.Outcome != storage.SMTPFaulted || rec.Transcript[1].C != "AUTH PLAIN" {
+			t.Fatalf("the record: %+v, want the faulted session", rec)
+		}
+		if len(stored(t, db, "grep")) != 0 {
+			t.Fatal("the message was stored")
+		}
+	}
+	leaks := func(t *testing.T, where string, data []byte) {
+		t.Helper()
+		if !bytes.Contains(data, []byte("grep@inbox.test")) {
+			t.Fatalf("%s does not hold the record (no recipient address in %d bytes): the grep would prove nothing", where, len(data))
+		}
+		for _, leak := range []string{secret, "s3cr3t", "the body says"} {
+			if bytes.Contains(data, []byte(leak)) {
+				t.Errorf("%s holds %q", where, leak)
+			}
+		}
+	}
+	t.Run("bbolt", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "burner.db")
+		db, err := boltdb.Open(path, boltdb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		send(t, db)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaks(t, "the data file", data)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dbURL := pgtest.Database(t)
+		db, err := postgres.Open(context.Background(), dbURL, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		send(t, db)
+		conn, err := pgx.Connect(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var rows []byte
+		if err := conn.QueryRow(context.Background(), `SELECT string_agg(record || convert_to(array_to_string(inboxes, ' '), 'UTF8'), ''::bytea) FROM smtp_sessions`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		leaks(t, "the smtp_sessions table", rows)
 	})
 }
