@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
+	"burner/storage"
 	"burner/webhook"
 )
 
@@ -31,12 +32,45 @@ type Config struct {
 	MCP       MCPConfig       `toml:"mcp"`
 	Auth      AuthConfig      `toml:"auth"`
 	DNS       DNSConfig       `toml:"dns"`
+	Faults    FaultsConfig    `toml:"faults"`
 	Webhooks  []WebhookConfig `toml:"webhooks"`
 	// Key is the secret of an API key that serve makes sure exists
 	// (spec §14), from BURNER_KEY, which the client libraries read too;
 	// never from the file, where a secret does not belong, nor from
 	// another command. "" when none is given.
 	Key string `toml:"-"`
+}
+
+// FaultsConfig is the [faults] section (spec §13.2).
+type FaultsConfig struct {
+	Enabled bool              `toml:"enabled"`
+	Rules   []FaultRuleConfig `toml:"rules"`
+}
+
+// FaultRuleConfig is one [[faults.rules]] entry: a rule armed at start.
+type FaultRuleConfig struct {
+	Inbox      string   `toml:"inbox"`
+	Stage      string   `toml:"stage"`
+	Reply      string   `toml:"reply"`
+	Times      int      `toml:"times"`
+	Delay      duration `toml:"delay"`
+	Disconnect bool     `toml:"disconnect"`
+	PerMinute  int      `toml:"per_minute"`
+}
+
+// rule returns the entry as the store takes it.
+func (r FaultRuleConfig) rule() storage.FaultRule {
+	return storage.FaultRule{Inbox: r.Inbox, Stage: storage.FaultStage(r.Stage), Reply: r.Reply, Times: r.Times,
+		Delay: r.Delay.Duration, Disconnect: r.Disconnect, PerMinute: r.PerMinute}
+}
+
+// faultRules returns [[faults.rules]] as the store arms them.
+func (c FaultsConfig) faultRules() []storage.FaultRule {
+	rules := make([]storage.FaultRule, len(c.Rules))
+	for i, r := range c.Rules {
+		rules[i] = r.rule()
+	}
+	return rules
 }
 
 // WebhookConfig is one [[webhooks]] entry (spec §9).
@@ -66,6 +100,16 @@ type SMTPConfig struct {
 	MaxBodyBytes    int      `toml:"max_body_bytes"`
 	TLSCert         string   `toml:"tls_cert"`
 	TLSKey          string   `toml:"tls_key"`
+	SessionLogRate  int      `toml:"session_log_rate"`
+}
+
+// sessionLogRate returns session_log_rate as smtpd takes it: 0, no bound,
+// is a negative rate there.
+func (c SMTPConfig) sessionLogRate() float64 {
+	if c.SessionLogRate == 0 {
+		return -1
+	}
+	return float64(c.SessionLogRate)
 }
 
 // trustedNetworks returns trusted_networks as smtpd takes them: never
@@ -94,10 +138,12 @@ type HTTPConfig struct {
 }
 
 type RetentionConfig struct {
-	MaxAge        duration `toml:"max_age"`
-	MaxPerInbox   int      `toml:"max_per_inbox"`
-	MaxBytes      int64    `toml:"max_bytes"`
-	SweepInterval duration `toml:"sweep_interval"`
+	MaxAge         duration `toml:"max_age"`
+	MaxPerInbox    int      `toml:"max_per_inbox"`
+	MaxBytes       int64    `toml:"max_bytes"`
+	SweepInterval  duration `toml:"sweep_interval"`
+	SessionsMaxAge duration `toml:"sessions_max_age"`
+	MaxSessions    int      `toml:"max_sessions"`
 }
 
 type UIConfig struct {
@@ -268,6 +314,25 @@ func (c Config) validate() error {
 	if c.Retention.MaxBytes < 0 {
 		errs = append(errs, errors.New("retention.max_bytes: must be 0 (no cap) or more"))
 	}
+	if c.Retention.SessionsMaxAge.Duration < 0 {
+		errs = append(errs, errors.New("retention.sessions_max_age: must be \"0\" (kept until max_sessions) or more"))
+	}
+	if c.Retention.MaxSessions < 0 {
+		errs = append(errs, errors.New("retention.max_sessions: must be 0 (no cap) or more"))
+	}
+	if c.SMTP.SessionLogRate < 0 {
+		errs = append(errs, errors.New("smtp.session_log_rate: must be 0 (no bound) or more"))
+	}
+	for i, r := range c.Faults.Rules {
+		if _, err := storage.CleanFaultRule(r.rule()); err != nil {
+			var fe *storage.FaultRuleError
+			errors.As(err, &fe)
+			errs = append(errs, fmt.Errorf("faults.rules[%d].%s: must be %s", i, faultConfigKey(fe.Field), fe.Reason))
+		}
+	}
+	if len(c.Faults.Rules) > storage.MaxFaultRules {
+		errs = append(errs, fmt.Errorf("faults.rules: at most %d", storage.MaxFaultRules))
+	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		errs = append(errs, fmt.Errorf("log.format: %q is not \"text\" or \"json\"", c.Log.Format))
 	}
@@ -287,6 +352,15 @@ func (c Config) validate() error {
 	// Sorted, so that the same file always gives the same message.
 	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
+}
+
+// faultConfigKey returns the key of [[faults.rules]] for a fault rule's
+// field as the API names it.
+func faultConfigKey(field string) string {
+	if field == "perMinute" {
+		return "per_minute"
+	}
+	return field
 }
 
 // addressDomain returns the domain MCP's new_address makes addresses on

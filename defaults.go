@@ -29,6 +29,7 @@ func defaultConfig() Config {
 			DataTimeout:     duration{smtpd.DefaultDataTimeout},
 			MaxLineLength:   smtpd.DefaultMaxLineLength,
 			MaxBodyBytes:    message.DefaultMaxBody,
+			SessionLogRate:  smtpd.DefaultSessionLogRate,
 		},
 		HTTP: HTTPConfig{
 			Listen:            "127.0.0.1:8080",
@@ -40,9 +41,11 @@ func defaultConfig() Config {
 			MaxQueryBytes:     server.DefaultMaxQueryBytes,
 		},
 		Retention: RetentionConfig{
-			MaxAge:        duration{168 * time.Hour},
-			MaxPerInbox:   1000,
-			SweepInterval: duration{time.Minute},
+			MaxAge:         duration{168 * time.Hour},
+			MaxPerInbox:    1000,
+			SweepInterval:  duration{time.Minute},
+			SessionsMaxAge: duration{24 * time.Hour},
+			MaxSessions:    100_000,
 		},
 		UI:   UIConfig{Enabled: true},
 		Log:  LogConfig{Format: "text", Level: "info"},

@@ -78,6 +78,7 @@ type app struct {
 	node                  string // this node's name (nodeName)
 	smtpLn, httpLn, ctlLn net.Listener
 	mta                   *smtpd.Server
+	sessions              *smtpd.SessionWriter // the SMTP session log's batches (spec §13.1)
 	httpSrv, ctlSrv       *http.Server
 	sweepEvery            time.Duration
 	sweptTotal            prometheus.Counter
@@ -232,6 +233,20 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		}, a.storeVerdict, log.With("component", "auth"))
 		verifier, lost = authQueue{a.verifier}, a.verifier
 	}
+	// spec §13.2: without faults.enabled smtpd gets no rules to ask, and
+	// pays nothing for them.
+	var faults smtpd.Faults
+	if cfg.Faults.Enabled {
+		armed, err := a.db.ArmFaultRules(ctx, cfg.Faults.faultRules())
+		if err != nil {
+			return nil, fmt.Errorf("faults.rules: %w", err)
+		}
+		faults = a.db
+		log.Warn("fault injection is on: SMTP fails on purpose where a rule says so (spec §13.2)", "configured_rules", len(armed))
+	} else if len(cfg.Faults.Rules) > 0 {
+		log.Warn("faults.rules are not armed: faults.enabled is false", "configured_rules", len(cfg.Faults.Rules))
+	}
+	a.sessions = smtpd.NewSessionWriter(a.db, log.With("component", "smtpd"))
 	a.mta = smtpd.New(a.db, smtpd.Options{
 		Metrics:         reg,
 		Node:            a.node,
@@ -248,6 +263,9 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		MaxBodyBytes:    cfg.SMTP.MaxBodyBytes,
 		TLSConfig:       smtpTLS,
 		Auth:            verifier,
+		SessionLog:      a.sessions,
+		SessionLogRate:  cfg.SMTP.sessionLogRate(),
+		Faults:          faults,
 	}, log.With("component", "smtpd"))
 	if err := a.mta.Err(); err != nil {
 		return nil, err // spec §2: never serve with go-smtp's own reader
@@ -266,7 +284,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 		// What GET /api/v1/info reports (spec §14).
 		MaxMessageBytes: cfg.SMTP.MaxMessageBytes,
 		MaxRecipients:   cfg.SMTP.MaxRecipients,
-		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0, Auth: cfg.Auth.Verify},
+		Features:        server.Features{MCP: true, Webhooks: len(webhooks) > 0, Auth: cfg.Auth.Verify, Faults: cfg.Faults.Enabled},
 		Verifier:        lost,
 	}, log.With("component", "http"))
 	a.sweepEvery = cfg.Retention.SweepInterval.Duration
@@ -314,6 +332,9 @@ func (a *app) close() {
 	}
 	if a.verifier != nil {
 		a.verifier.Shutdown(context.Background()) // nothing was submitted yet
+	}
+	if a.sessions != nil {
+		a.sessions.Shutdown(context.Background())
 	}
 	if a.db != nil {
 		a.db.Close()
@@ -394,6 +415,9 @@ func (a *app) run(ctx context.Context) error {
 	defer cancel()
 	if err := a.mta.Shutdown(shutCtx); err != nil { // 1. take no new mail, let DATA in flight commit
 		a.log.Warn("smtp shutdown", "err", err)
+	}
+	if err := a.sessions.Shutdown(shutCtx); err != nil { // the sessions' last records
+		a.log.Warn("session log shutdown", "err", err)
 	}
 	// The verdicts of the mail just taken are stored while HTTP drains;
 	// those that do not make it stay pending, computed again when read.

@@ -86,6 +86,9 @@ func openData(ctx context.Context, cfg Config, mode access, log *slog.Logger) (s
 		MaxAge:      cfg.Retention.MaxAge.Duration,
 		MaxPerInbox: cfg.Retention.MaxPerInbox,
 		MaxBytes:    cfg.Retention.MaxBytes,
+
+		SessionsMaxAge: cfg.Retention.SessionsMaxAge.Duration,
+		MaxSessions:    cfg.Retention.MaxSessions,
 	}
 	if isPostgres(cfg.Data) {
 		return openPostgres(ctx, cfg, mode, retention, hooks, log)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	netsmtp "net/smtp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,6 +195,39 @@ func TestUIInBrowser(t *testing.T) {
 	}
 	if _, err := ta.db.Email(context.Background(), fresh[0].ID); err == nil {
 		t.Error("the email is still stored after the UI deleted it")
+	}
+
+	// Why a mail did not arrive: the inbox's SMTP sessions, a refused
+	// RCPT among them, the transcript one click away.
+	c, err := netsmtp.Dial(smtpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("app@sender.example"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("alice@inbox.test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt("nobody@elsewhere.example"); codeOf(err) != 550 {
+		t.Fatalf("RCPT for nobody@elsewhere.example: %v, want 550", err)
+	}
+	c.Quit()
+	do("open the inbox's sessions",
+		chromedp.Navigate(base+"/inbox/alice"),
+		chromedp.Click(`//a[contains(., "SMTP sessions")]`),
+		chromedp.WaitVisible(chromedp.CSS(".sessions")),
+	)
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != base+"/inbox/alice/sessions" {
+		t.Errorf("the sessions link went to %s", loc)
+	}
+	if shown, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(".session .transcript").checkVisibility()`)); shown {
+		t.Error("the transcript shows before it is asked for")
+	}
+	do("open the newest transcript", chromedp.Click(chromedp.CSS(".session summary")), chromedp.WaitVisible(chromedp.CSS(".session .transcript")))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".session .transcript")))
+	if err != nil || !strings.Contains(text, "C: RCPT TO:<nobody@elsewhere.example>\nS: 550 5.1.1 Relay access denied: not an inbox domain here") {
+		t.Errorf("the newest transcript reads %q, %v; want the refused RCPT and its reply", text, err)
 	}
 
 	// A test's inbox is one click away from the home page: the recent

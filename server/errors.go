@@ -57,6 +57,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusForbidden, string(denied))
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "Request body too large.")
+	case errors.Is(err, errFaultNotFound):
+		writeError(w, http.StatusNotFound, "Fault not found")
+	case errors.Is(err, storage.ErrTooManyFaultRules):
+		writeError(w, http.StatusConflict, fmt.Sprintf("There are %d fault rules already; delete some first.", storage.MaxFaultRules))
 	case errors.Is(err, storage.ErrNotFound):
 		writeError(w, http.StatusNotFound, "Email not found")
 	case errors.Is(err, storage.ErrBadKeyName):

@@ -62,7 +62,8 @@ func newMCPNode(t *testing.T, db storage.Engine, opts Options) *mcpNode {
 	}
 	n.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(n.srv.Close)
-	mta := smtpd.New(db, smtpd.Options{Hostname: "mx.test"}, slog.New(slog.DiscardHandler))
+	sessions := smtpd.NewSessionWriter(db, nil)
+	mta := smtpd.New(db, smtpd.Options{Hostname: "mx.test", SessionLog: sessions}, slog.New(slog.DiscardHandler))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func newMCPNode(t *testing.T, db storage.Engine, opts Options) *mcpNode {
 	t.Cleanup(func() {
 		mta.Shutdown(context.Background())
 		<-done
+		sessions.Shutdown(context.Background())
 	})
 	n.smtp = ln.Addr().String()
 	return n
@@ -226,7 +228,7 @@ func TestMCPToolsList(t *testing.T) {
 		t.Errorf("initialize = %+v, instructions %q; want burner v9.9.9, with a warning that mail is untrusted", init.ServerInfo, init.Instructions)
 	}
 	tools := toolNames(t, cs)
-	want := []string{"clear_inbox", "delete_email", "extract_codes", "list_emails", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
+	want := []string{"clear_inbox", "delete_email", "extract_codes", "list_emails", "list_sessions", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
 	if got := sortedKeys(tools); !slices.Equal(got, want) {
 		t.Fatalf("tools/list with a full key = %v, want %v", got, want)
 	}
@@ -252,6 +254,7 @@ func TestMCPToolsList(t *testing.T) {
 		"extract_codes":  {`"id"`, `"pattern"`, `"required":["id"]`},
 		"delete_email":   {`"id"`, `"required":["id"]`},
 		"clear_inbox":    {`"inbox"`, `"required":["inbox"]`},
+		"list_sessions":  {`"inbox"`, `"since"`, `"limit"`},
 	} {
 		in, _ := json.Marshal(tools[tool].InputSchema)
 		for _, f := range fields {
@@ -265,7 +268,7 @@ func TestMCPToolsList(t *testing.T) {
 func TestMCPReadOnlyKeyHasNoDeleteTools(t *testing.T) {
 	n := newMCPNode(t, openDB(t), Options{Domains: []string{"inbox.test"}})
 	ro := n.connect(n.key("ro", storage.Scope{ReadOnly: true}))
-	want := []string{"extract_codes", "list_emails", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
+	want := []string{"extract_codes", "list_emails", "list_sessions", "new_address", "read_email", "wait_for_code", "wait_for_email", "wait_for_link"}
 	if got := sortedKeys(toolNames(t, ro)); !slices.Equal(got, want) {
 		t.Errorf("tools/list with a read-only key = %v, want %v", got, want)
 	}

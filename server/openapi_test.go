@@ -15,11 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"burner/storage"
+	"burner/storage/storetest"
 )
 
 // specRoutes are the routes the server serves, each with a request that
@@ -40,6 +42,10 @@ var specRoutes = map[string]string{
 	"GET /api/v1/events":                      "/api/v1/events?to=alice",
 	"GET /api/v1/openapi.json":                "/api/v1/openapi.json",
 	"GET /api/v1/info":                        "/api/v1/info",
+	"GET /api/v1/sessions":                    "/api/v1/sessions",
+	"GET /api/v1/faults":                      "/api/v1/faults",
+	"POST /api/v1/faults":                     "/api/v1/faults",
+	"DELETE /api/v1/faults/{id}":              "/api/v1/faults/{id}",
 	"GET /healthz":                            "/healthz",
 	"GET /metrics":                            "/metrics",
 }
@@ -64,7 +70,7 @@ type openAPISpec struct {
 func newSpecAPI(t *testing.T) *apiTest {
 	t.Helper()
 	a := newAPI(t)
-	a.srv = httptest.NewServer(New(a.db, Options{Metrics: prometheus.NewRegistry()}, testLogger(t)).Handler())
+	a.srv = httptest.NewServer(New(a.db, Options{Metrics: prometheus.NewRegistry(), Features: Features{Faults: true}}, testLogger(t)).Handler())
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -413,6 +419,17 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	bareAuth.Envelope.TLS, bareAuth.PTR, bareAuth.DKIM, bareAuth.DMARC.Policy = nil, "", nil, ""
 	unsigned := a.deliverAuth("carol@example.com", bareAuth) // nulls and []
 	pending := a.deliverAuth("carol@example.com", storage.AuthResult{Status: storage.AuthPending, Envelope: specAuth.Envelope})
+	// The session log, with an open session and one with every part.
+	open := storetest.SMTPSession(storetest.SessionID(1), a.clock.Now(), false, "alice@example.com")
+	full := storetest.SMTPSession(storetest.SessionID(2), a.clock.Now(), true, "alice@inbox.test", "x@elsewhere.test")
+	full.TLS = &storage.SMTPTLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"}
+	full.Recipients[0].Fault = "f"
+	full.Data = &storage.SMTPData{Reply: ptr("451 4.3.0 later"), Bytes: 12, Fault: "f"}
+	full.Emails, full.Outcome = []string{files.ID}, storage.SMTPFaulted
+	if err := a.db.WriteSMTPSessions(context.Background(), []storage.SMTPSession{open, full}); err != nil {
+		t.Fatal(err)
+	}
+	rule := a.arm(storage.FaultRule{Inbox: "alice", Stage: storage.FaultAtData, Disconnect: true, Delay: 1500 * time.Millisecond})
 	const long65 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 	for _, c := range []struct {
@@ -466,12 +483,36 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 		{200, "GET", "/api/v1/info", "/api/v1/info"},
 		{200, "GET", "/healthz", "/healthz"},
 		{200, "GET", "/metrics", "/metrics"},
+		{200, "GET", "/api/v1/sessions", "/api/v1/sessions"},
+		{200, "GET", "/api/v1/sessions", "/api/v1/sessions?to=alice&limit=100&since=1.5"},
+		{400, "GET", "/api/v1/sessions", "/api/v1/sessions?limit=0"},
+		{400, "GET", "/api/v1/sessions", "/api/v1/sessions?to=a@b"},
+		{400, "GET", "/api/v1/sessions", "/api/v1/sessions?since=-1"},
+		{200, "GET", "/api/v1/faults", "/api/v1/faults"},
+		{204, "DELETE", "/api/v1/faults/{id}", "/api/v1/faults/" + rule.ID},
+		{404, "DELETE", "/api/v1/faults/{id}", "/api/v1/faults/" + rule.ID},
 	} {
 		res := a.fetch(c.method, c.url, true)
 		if res.status != c.status {
 			t.Errorf("%s %s: status %d, want %d (body %s)", c.method, c.url, res.status, c.status, res.body)
 		}
 		spec.validate(t, c.method, c.template, res)
+	}
+
+	// POST /api/v1/faults, with a body.
+	for _, c := range []struct {
+		status int
+		body   string
+	}{
+		{201, `{"inbox":"alice","stage":"rcpt","reply":"451 4.3.0 later","times":2,"delay":"2s","perMinute":3}`},
+		{400, `{"inbox":"alice","stage":"rcpt","reply":"451","times":-1}`},
+		{400, `[]`},
+	} {
+		res := a.callBody("POST", "/api/v1/faults", "Bearer "+a.key, c.body)
+		if res.status != c.status {
+			t.Errorf("POST /api/v1/faults %s: status %d, want %d (body %s)", c.body, res.status, c.status, res.body)
+		}
+		spec.validate(t, "POST", "/api/v1/faults", res)
 	}
 
 	// The health check is 503 while the SMTP listener is down.

@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"burner/storage"
 )
 
 // Scoped API keys (spec §8). This file is the one place that decides what
-// a request may reach. requireKey and the UI's requireSession put the
+// a request may reach: emails, the SMTP session log and fault rules (spec
+// §13). requireKey and the UI's requireSession put the
 // scope of the request's key in its context (withScope); every route
 // reaches the store only through Server.db, a scopedStore, whose methods
 // ask the scope of the context they are given and refuse a context
@@ -262,3 +265,137 @@ func (s scopedStore) PutAuth(ctx context.Context, ids []string, r storage.AuthRe
 // AuthChanged has no context to ask; every waiter reads the record
 // before it waits, and Auth refuses.
 func (s scopedStore) AuthChanged(id string) <-chan struct{} { return s.db.AuthChanged(id) }
+
+// SMTPSessions lists the session log as ctx's scope may see it (spec
+// §13.1): without an inbox only for a scope that reaches every inbox;
+// with one, only inside the scope, and each session shows only the
+// scope's recipients (hideRecipients).
+func (s scopedStore) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]storage.SMTPSession, error) {
+	sc, ok := scopeOf(ctx)
+	if !ok {
+		return nil, errNoScope
+	}
+	if q.Inbox == "" && !sc.Everywhere() {
+		return nil, errInboxForbidden
+	}
+	if err := mayReachInbox(ctx, q.Inbox); err != nil {
+		return nil, err
+	}
+	sessions, err := s.db.SMTPSessions(ctx, q)
+	if err != nil || sc.Everywhere() {
+		return sessions, err
+	}
+	for i := range sessions {
+		hideRecipients(&sessions[i], sc)
+	}
+	return sessions, nil
+}
+
+// hideRecipients leaves in s only what sc may see of it: the recipients
+// of inboxes sc reaches, the emails stored for them, and in the
+// transcript, every other RCPT's address as <hidden>.
+func hideRecipients(s *storage.SMTPSession, sc storage.Scope) {
+	visible := make(map[string]bool)
+	var kept []storage.SMTPRecipient
+	// Emails are the copies of the accepted recipients, each address once
+	// (smtpd stores one copy per mailbox), in order.
+	var accepted []bool
+	seen := make(map[string]bool)
+	for _, r := range s.Recipients {
+		ours := r.Inbox != nil && sc.Reaches(*r.Inbox)
+		if ours {
+			visible[r.Address] = true
+			kept = append(kept, r)
+		}
+		if r.Reply != nil && strings.HasPrefix(*r.Reply, "2") && !seen[strings.ToLower(r.Address)] {
+			seen[strings.ToLower(r.Address)] = true
+			accepted = append(accepted, ours)
+		}
+	}
+	s.Recipients = kept
+	var emails []string
+	if len(accepted) == len(s.Emails) {
+		for i, id := range s.Emails {
+			if accepted[i] {
+				emails = append(emails, id)
+			}
+		}
+	}
+	s.Emails = emails
+	for i, l := range s.Transcript {
+		if verbOfLine(l.C) != "RCPT" {
+			continue
+		}
+		// What follows the path may name the address again (ORCPT).
+		open, close := strings.IndexByte(l.C, '<'), strings.IndexByte(l.C, '>')
+		if open < 0 || close < open || !visible[l.C[open+1:close]] {
+			s.Transcript[i].C = l.C[:len("RCPT")] + " TO:<hidden>"
+		}
+	}
+}
+
+// verbOfLine returns the command word of a transcript line in upper case.
+func verbOfLine(c string) string {
+	verb, _, _ := strings.Cut(c, " ")
+	return strings.ToUpper(verb)
+}
+
+// CreateFaultRule arms rule for ctx's scope (spec §13.2): a key that may
+// write, for inboxes inside its scope.
+func (s scopedStore) CreateFaultRule(ctx context.Context, rule storage.FaultRule) (storage.FaultRule, error) {
+	sc, ok := scopeOf(ctx)
+	if !ok {
+		return storage.FaultRule{}, errNoScope
+	}
+	if sc.ReadOnly {
+		return storage.FaultRule{}, errReadOnly
+	}
+	if !sc.ReachesPattern(rule.Inbox) {
+		return storage.FaultRule{}, errInboxForbidden
+	}
+	return s.db.CreateFaultRule(ctx, rule)
+}
+
+// FaultRules returns the rules inside ctx's scope.
+func (s scopedStore) FaultRules(ctx context.Context) ([]storage.FaultRule, error) {
+	sc, ok := scopeOf(ctx)
+	if !ok {
+		return nil, errNoScope
+	}
+	rules, err := s.db.FaultRules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []storage.FaultRule{}
+	for _, r := range rules {
+		if sc.ReachesPattern(r.Inbox) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// DeleteFaultRule refuses a read-only scope, for an unknown id too (spec
+// §8), then answers a rule outside the scope as one that does not exist.
+func (s scopedStore) DeleteFaultRule(ctx context.Context, id string) error {
+	sc, ok := scopeOf(ctx)
+	if !ok {
+		return errNoScope
+	}
+	if sc.ReadOnly {
+		return errReadOnly
+	}
+	rules, err := s.FaultRules(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(rules, func(r storage.FaultRule) bool { return r.ID == id }) {
+		return errFaultNotFound
+	}
+	if err := s.db.DeleteFaultRule(ctx, id); errors.Is(err, storage.ErrNotFound) {
+		return errFaultNotFound // deleted meanwhile
+	} else if err != nil {
+		return err
+	}
+	return nil
+}

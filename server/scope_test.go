@@ -22,6 +22,7 @@ const (
 	metricsForbiddenBody = `{"error":"This API key may not read metrics."}`
 	metricsOnlyBody      = `{"error":"This API key may only read metrics."}`
 	emailNotFoundBody    = `{"error":"Email not found"}`
+	faultNotFoundBody    = `{"error":"Fault not found"}`
 )
 
 // The keys of the scope table.
@@ -173,6 +174,52 @@ var scopeTable = map[string][]scopeCase{
 		{"scoped-ro", "HEAD", "/api/v1/info", 200, ""},
 		{"metrics", "GET", "/api/v1/info", 403, metricsOnlyBody}, // spec §14: any key but a metrics key
 	},
+	// spec §13.1: without to, only a key that reads every inbox; a scoped
+	// key's view is TestSessionsScoped's.
+	"GET /api/v1/sessions": {
+		{"full", "GET", "/api/v1/sessions", 200, ""},
+		{"readonly", "GET", "/api/v1/sessions", 200, ""},
+		{"star", "GET", "/api/v1/sessions", 200, ""},
+		{"scoped", "GET", "/api/v1/sessions", 403, inboxForbiddenBody},
+		{"scoped-ro", "GET", "/api/v1/sessions", 403, inboxForbiddenBody},
+		{"scoped", "GET", "/api/v1/sessions?to=ci-7", 200, "[]"},
+		{"scoped-ro", "GET", "/api/v1/sessions?to=ci-7", 200, "[]"},
+		{"scoped", "GET", "/api/v1/sessions?to=bob", 403, inboxForbiddenBody},
+		{"full", "GET", "/api/v1/sessions?to=bob", 200, "[]"},
+		// The request's own 400 comes first.
+		{"scoped", "GET", "/api/v1/sessions?limit=101", 400, `{"error":"'limit' must be an integer from 1 to 100."}`},
+		{"scoped", "GET", "/api/v1/sessions?to=bob&since=yesterday", 400, `{"error":"'since' must be a Unix timestamp in seconds."}`},
+	},
+	// spec §13.2: a key that may write arms rules inside its scope; any key
+	// lists the rules inside its scope. In path, a body follows a space;
+	// {fault-in} is a rule for ci-7, {fault-out} one for bob.
+	"GET /api/v1/faults": {
+		{"full", "GET", "/api/v1/faults", 200, ""},
+		{"readonly", "GET", "/api/v1/faults", 200, ""},
+		{"scoped", "GET", "/api/v1/faults", 200, ""},
+		{"scoped-ro", "HEAD", "/api/v1/faults", 200, ""},
+	},
+	"POST /api/v1/faults": {
+		{"full", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 201, ""},
+		{"star", "POST", `/api/v1/faults {"inbox":"*","stage":"data","reply":"550 5.7.1 No"}`, 201, ""},
+		{"scoped", "POST", `/api/v1/faults {"inbox":"ci-7","stage":"rcpt","reply":"451"}`, 201, ""},
+		{"scoped", "POST", `/api/v1/faults {"inbox":"ci-*","stage":"rcpt","reply":"451"}`, 201, ""},
+		{"scoped", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 403, inboxForbiddenBody},
+		{"scoped", "POST", `/api/v1/faults {"inbox":"*","stage":"rcpt","reply":"451"}`, 403, inboxForbiddenBody},
+		{"readonly", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 403, readOnlyBody},
+		{"scoped-ro", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 403, readOnlyBody}, // read-only before the inbox rule
+		// The request's own 400 comes first.
+		{"readonly", "POST", `/api/v1/faults {"inbox":"bob","stage":"helo","reply":"451"}`, 400, `{"error":"'stage' must be \"rcpt\" or \"data\"."}`},
+	},
+	"DELETE /api/v1/faults/{id}": {
+		{"full", "DELETE", "/api/v1/faults/{fault-out}", 204, ""},
+		{"scoped", "DELETE", "/api/v1/faults/{fault-in}", 204, ""},
+		{"scoped", "DELETE", "/api/v1/faults/{fault-out}", 404, faultNotFoundBody},
+		{"scoped", "DELETE", "/api/v1/faults/{unknown}", 404, faultNotFoundBody},
+		{"readonly", "DELETE", "/api/v1/faults/{fault-out}", 403, readOnlyBody},
+		{"readonly", "DELETE", "/api/v1/faults/{unknown}", 403, readOnlyBody},
+		{"scoped-ro", "DELETE", "/api/v1/faults/{fault-out}", 403, readOnlyBody},
+	},
 	"GET /healthz": { // no key needed, and a key changes nothing
 		{"scoped-ro", "GET", "/healthz", 200, `{"status":"ok"}`},
 		{"metrics", "GET", "/healthz", 200, `{"status":"ok"}`},
@@ -188,19 +235,19 @@ var scopeTable = map[string][]scopeCase{
 }
 
 // scopeInfoBody is GET /api/v1/info's answer to the key name of the
-// scope table, whose server has no options but metrics.
+// scope table, whose server has no options but metrics and faults.
 func scopeInfoBody(name, inboxes string, readOnly bool) string {
 	return `{"version":"","domains":[],"addressDomain":"","key":{"name":"` + name + `","inboxes":` + inboxes +
 		`,"readOnly":` + strconv.FormatBool(readOnly) + `},"limits":{"maxMessageBytes":0,"maxRecipients":0,"maxListLimit":10},` +
-		`"features":{"auth":false,"faults":false,"mcp":false,"webhooks":false}}`
+		`"features":{"auth":false,"faults":true,"mcp":false,"webhooks":false}}`
 }
 
-// scopeAPI is the public handler with metrics on, a key of each kind of
+// scopeAPI is the public handler with metrics and faults on, a key of each kind of
 // scopeTestKeys (secrets by kind), and an email with attachments in
 // alice's inbox.
 func scopeAPI(t *testing.T) (*apiTest, *Server, map[string]string) {
 	t.Helper()
-	a, s := newAPIOptions(t, Options{Metrics: prometheus.NewRegistry()}, testLogger(t))
+	a, s := newAPIOptions(t, Options{Metrics: prometheus.NewRegistry(), Features: Features{Faults: true}}, testLogger(t))
 	secrets := make(map[string]string)
 	for kind, scope := range scopeTestKeys {
 		_, secret, err := a.db.CreateKey(context.Background(), kind, scope)
@@ -230,9 +277,13 @@ func TestScopeTable(t *testing.T) {
 		for _, tc := range scopeTable[route] {
 			in := a.deliver("ci-7@example.com", filesEmail())
 			out := a.deliver("bob@example.com", filesEmail())
-			path := strings.NewReplacer("{in}", in.ID, "{out}", out.ID, "{unknown}", unknownID).Replace(tc.path)
+			faultIn, faultOut := a.arm(storage.FaultRule{Inbox: "ci-7", Stage: storage.FaultAtRcpt, Reply: "451"}),
+				a.arm(storage.FaultRule{Inbox: "bob", Stage: storage.FaultAtRcpt, Reply: "451"})
+			path := strings.NewReplacer("{in}", in.ID, "{out}", out.ID, "{unknown}", unknownID,
+				"{fault-in}", faultIn.ID, "{fault-out}", faultOut.ID).Replace(tc.path)
+			path, body, _ := strings.Cut(path, " ")
 			what := route + ": " + tc.key + " key, " + tc.method + " " + tc.path
-			res := a.callAuth(tc.method, path, "Bearer "+secrets[tc.key])
+			res := a.callBody(tc.method, path, "Bearer "+secrets[tc.key], body)
 			if res.status != tc.status {
 				t.Errorf("%s: status %d, want %d (body %s)", what, res.status, tc.status, res.body)
 				continue
@@ -255,7 +306,7 @@ func TestScopeTable(t *testing.T) {
 					t.Errorf("%s: 204, yet the email is still there", what)
 				}
 			}
-			switch res := a.callAuth(tc.method, path, ""); {
+			switch res := a.callBody(tc.method, path, "", body); {
 			case route == "GET /healthz":
 			case tc.method == "HEAD": // no body
 				if res.status != http.StatusUnauthorized {
@@ -297,7 +348,7 @@ func TestScopeTableCoversEveryRoute(t *testing.T) {
 			if tc.method != method && !(method == "GET" && tc.method == "HEAD") {
 				t.Errorf("%s: a case asks %s", route, tc.method)
 			}
-			if !strings.HasPrefix(strings.NewReplacer("{in}", "{id}", "{out}", "{id}", "{unknown}", "{id}", "/0", "/{n}").Replace(tc.path), path) &&
+			if !strings.HasPrefix(strings.NewReplacer("{in}", "{id}", "{out}", "{id}", "{unknown}", "{id}", "{fault-in}", "{id}", "{fault-out}", "{id}", "/0", "/{n}").Replace(tc.path), path) &&
 				!strings.Contains(tc.path, "not-a-uuid") {
 				t.Errorf("%s: a case asks for %s, another route", route, tc.path)
 			}

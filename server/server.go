@@ -174,10 +174,17 @@ func (s *Server) routes() http.Handler {
 		"/api/v1/events":                      s.handleEvents,
 		"/api/v1/openapi.json":                s.handleOpenAPI,
 		"/api/v1/info":                        s.handleInfo,
+		"/api/v1/sessions":                    s.handleListSessions, // spec §13.1, sessions.go
 	} {
 		api.HandleFunc("GET "+path, h)
 		api.HandleFunc(path, methodNotAllowed("GET, HEAD"))
 	}
+	// spec §13.2, faults.go: 404 as an unknown path unless faults.enabled.
+	api.HandleFunc("GET /api/v1/faults", s.faultsOn(s.handleListFaults))
+	api.HandleFunc("POST /api/v1/faults", s.faultsOn(s.handleCreateFault))
+	api.HandleFunc("/api/v1/faults", s.faultsOn(methodNotAllowed("GET, HEAD, POST")))
+	api.HandleFunc("DELETE /api/v1/faults/{id}", s.faultsOn(s.handleDeleteFault))
+	api.HandleFunc("/api/v1/faults/{id}", s.faultsOn(methodNotAllowed("DELETE")))
 	api.HandleFunc("/", notFound) // JSON 404 for the rest of /api/
 
 	mux := routeMux{http.NewServeMux(), &s.patterns}

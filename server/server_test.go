@@ -112,9 +112,18 @@ func (a *apiTest) call(method, path string) response {
 // when auth is "").
 func (a *apiTest) callAuth(method, path, auth string) response {
 	a.t.Helper()
-	req, err := http.NewRequest(method, a.srv.URL+path, nil)
+	return a.callBody(method, path, auth, "")
+}
+
+// callBody sends a request with auth and body (as JSON, when not "").
+func (a *apiTest) callBody(method, path, auth, body string) response {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		a.t.Fatalf("NewRequest(%s %s): %v", method, path, err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if auth != "" {
 		req.Header.Set("Authorization", auth)

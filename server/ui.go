@@ -100,9 +100,10 @@ func (s *Server) ui() http.Handler {
 		"subject": subjectOf,
 		"inbox":   func(local string) string { return "/inbox/" + url.PathEscape(local) },
 		"plural":  plural,
+		"lines":   func(s string) []string { return strings.Split(s, "\n") },
 	}
 	u.pages = make(map[string]*template.Template)
-	for _, name := range []string{"login", "home", "inbox", "email", "source", "clear", "error"} {
+	for _, name := range []string{"login", "home", "inbox", "sessions", "email", "source", "clear", "error"} {
 		u.pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 
@@ -116,6 +117,7 @@ func (s *Server) ui() http.Handler {
 		{"GET", "/inbox", u.handleGoInbox},
 		{"GET", "/inbox/{local}", u.handleInbox},
 		{"GET", "/inbox/{local}/events", u.handleInboxEvents},
+		{"GET", "/inbox/{local}/sessions", u.handleSessions},
 		{"GET", "/inbox/{local}/clear", u.handleClearPage},
 		{"POST", "/inbox/{local}/clear", u.handleClear},
 		{"GET", "/email/{id}", u.handleEmail},
@@ -135,7 +137,7 @@ func (s *Server) ui() http.Handler {
 	// JSON 404 and a wrong method the JSON 405 of spec §4, as on the API.
 	protected := u.requireSession(pages)
 	for p, allow := range map[string]string{
-		"/{$}": "GET, HEAD", "/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD",
+		"/{$}": "GET, HEAD", "/logout": "POST", "/inbox": "GET, HEAD", "/inbox/{local}": "GET, HEAD", "/inbox/{local}/events": "GET, HEAD", "/inbox/{local}/sessions": "GET, HEAD",
 		"/inbox/{local}/clear": "GET, HEAD, POST", "/email/{id}": "GET, HEAD", "/email/{id}/raw": "GET, HEAD",
 		"/email/{id}/download": "GET, HEAD", "/email/{id}/attachments/{n}": "GET, HEAD", "/email/{id}/delete": "POST",
 	} {
@@ -411,6 +413,31 @@ func (u *webUI) handleInboxEvents(w http.ResponseWriter, r *http.Request) {
 	ctx, wait := u.watchSession(r)
 	defer wait()
 	u.s.streamEvents(w, r.WithContext(ctx), local)
+}
+
+// sessionsPage is an inbox's recent SMTP sessions (spec §13.1), as the
+// session's key may see them.
+type sessionsPage struct {
+	Local    string
+	Sessions []storage.SMTPSession
+}
+
+// maxShownSessions is how many sessions the page shows: the API has the
+// rest.
+const maxShownSessions = 50
+
+func (u *webUI) handleSessions(w http.ResponseWriter, r *http.Request) {
+	local := r.PathValue("local")
+	if err := checkLocalPart(local); err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	sessions, err := u.s.db.SMTPSessions(r.Context(), storage.SMTPSessionQuery{Inbox: storage.InboxName(local), Limit: maxShownSessions})
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	u.render(w, r, http.StatusOK, "sessions", sessionsPage{Local: local, Sessions: sessions})
 }
 
 type clearPage struct{ Local string }

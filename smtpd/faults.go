@@ -12,23 +12,23 @@ import (
 
 // Faults chooses the fault rule (spec §13.2) that answers in burner's
 // place. Its implementation keeps the rules and counts their uses, exactly
-// across nodes; smtpd applies what it chooses.
+// across nodes; smtpd applies what it chooses. A storage.Engine is one.
 type Faults interface {
-	// Apply returns the first rule in creation order that applies at stage
-	// to a message for any of inboxes (inbox names, lower case), and counts
-	// that use of it; ok is false when none applies. A spent rule (Used
-	// equal to Times, Times not 0) applies no more; a rule with PerMinute
-	// applies only to messages beyond that many for the inbox within the
-	// last minute.
+	// ApplyFaultRule returns the first rule in creation order that
+	// applies at stage to a message for any of inboxes (inbox names,
+	// lower case), and counts that use of it; ok is false when none
+	// applies. A spent rule (Used equal to Times, Times not 0) applies no
+	// more; a rule with PerMinute applies only to messages beyond that
+	// many for the inbox within the last minute.
 	//
-	// At storage.FaultAtRcpt inboxes holds the one inbox a RCPT names, and
-	// Apply is called for every RCPT that burner would accept: one that no
-	// rule answers counts toward PerMinute for that inbox (spec §13.2:
-	// "each RCPT that named the inbox and was not refused"). At
-	// storage.FaultAtData inboxes holds the message's accepted recipients'
-	// inboxes. A rule returned has a valid Reply (storage.CleanFaultRule),
-	// or none and Disconnect.
-	Apply(ctx context.Context, stage storage.FaultStage, inboxes []string) (rule storage.FaultRule, ok bool, err error)
+	// At storage.FaultAtRcpt inboxes holds the one inbox a RCPT names,
+	// and ApplyFaultRule is called for every RCPT that burner would
+	// accept: one that no rule answers counts toward PerMinute for that
+	// inbox (spec §13.2: "each RCPT that named the inbox and was not
+	// refused"). At storage.FaultAtData inboxes holds the message's
+	// accepted recipients' inboxes. A rule returned has a valid Reply
+	// (storage.CleanFaultRule), or none and Disconnect.
+	ApplyFaultRule(ctx context.Context, stage storage.FaultStage, inboxes []string) (rule storage.FaultRule, ok bool, err error)
 }
 
 // applyFault asks the fault rules whether one answers at stage for
@@ -38,7 +38,7 @@ func (ss *session) applyFault(stage storage.FaultStage, inboxes []string) (stora
 	if ss.srv.faults == nil {
 		return storage.FaultRule{}, false
 	}
-	rule, ok, err := ss.srv.faults.Apply(context.Background(), stage, inboxes)
+	rule, ok, err := ss.srv.faults.ApplyFaultRule(context.Background(), stage, inboxes)
 	if err != nil {
 		ss.srv.log.Warn("fault rules out of reach: none applied", "err", err, "stage", string(stage))
 		return storage.FaultRule{}, false

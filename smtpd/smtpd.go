@@ -63,7 +63,7 @@ type Options struct {
 	// SessionLog on their own, that is all but those written with their
 	// delivery: past it a session that stores no mail is counted in
 	// burner_smtp_sessions_unlogged_total, not logged (spec §13.1,
-	// smtp.session_log_rate); 100. Negative: no bound.
+	// smtp.session_log_rate); DefaultSessionLogRate. Negative: no bound.
 	SessionLogRate float64
 	// Faults, when set, may answer a RCPT or the end of a message in
 	// burner's place (spec §13.2); nil applies none.
@@ -102,6 +102,7 @@ const (
 	DefaultCommandTimeout  = 5 * time.Minute  // RFC 5321 §4.5.3.2
 	DefaultDataTimeout     = 10 * time.Minute // for the whole of a message's data
 	DefaultMaxLineLength   = 2000             // twice RFC 5321 §4.5.3.1.6
+	DefaultSessionLogRate  = 100              // sessions a second (spec §13.1)
 )
 
 // DefaultTrustedNetworks returns what a nil Options.TrustedNetworks means:
@@ -199,7 +200,7 @@ func New(db storage.Deliverer, opts Options, log *slog.Logger) *Server {
 		opts.MaxLineLength = DefaultMaxLineLength
 	}
 	if opts.SessionLogRate == 0 {
-		opts.SessionLogRate = 100
+		opts.SessionLogRate = DefaultSessionLogRate
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

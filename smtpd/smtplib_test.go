@@ -52,41 +52,44 @@ func TestSmtplibWithFaults(t *testing.T) {
 		}
 		t.Skipf("python3 is not installed (%v): skipping the smtplib test", err)
 	}
-	addr, db, faults, log, _ := faultDaemon(t, Options{Hostname: "mx.burner.test"})
-	retry := faults.arm(t, storage.FaultRule{Inbox: "retry", Stage: storage.FaultAtRcpt, Reply: "451 4.3.0 Try again later", Times: 1})
-	refuse := faults.arm(t, storage.FaultRule{Inbox: "refuse", Stage: storage.FaultAtData, Reply: "550 5.7.1 Message refused"})
-	host, port, _ := net.SplitHostPort(addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, python, "-c", smtplibScript, host, port).CombinedOutput()
-	if err != nil {
-		t.Fatalf("python3 smtplib: %v\n%s", err, out)
-	}
-	var got map[string]string
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("smtplib printed %q: %v", out, err)
-	}
-	for key, want := range map[string]string{
-		"first":   "^451 4.3.0 Try again later$",
-		"mail":    "^250 2.1.0 OK$",
-		"rcpt":    "^250 2.1.5 OK$",
-		"data":    "^250 2.0.0 OK " + uuid7 + "$",
-		"refused": "^550 5.7.1 Message refused$",
-		"quit":    "^221 2.0.0 mx.burner.test closing connection$",
-	} {
-		if !regexp.MustCompile(want).MatchString(got[key]) {
-			t.Errorf("smtplib's %s: %q, want %s", key, got[key], want)
+	forEachEngine(t, func(t *testing.T, open opener) {
+		db := open(t, nil)
+		addr, log, _ := faultDaemon(t, db, Options{Hostname: "mx.burner.test"})
+		retry := arm(t, db, storage.FaultRule{Inbox: "retry", Stage: storage.FaultAtRcpt, Reply: "451 4.3.0 Try again later", Times: 1})
+		refuse := arm(t, db, storage.FaultRule{Inbox: "refuse", Stage: storage.FaultAtData, Reply: "550 5.7.1 Message refused"})
+		host, port, _ := net.SplitHostPort(addr)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, python, "-c", smtplibScript, host, port).CombinedOutput()
+		if err != nil {
+			t.Fatalf("python3 smtplib: %v\n%s", err, out)
 		}
-	}
-	if n := len(db.delivered()); n != 1 {
-		t.Errorf("%d deliveries, want 1", n)
-	}
-	closed := log.waitClosed(t, 3)
-	outcomes := []storage.SMTPOutcome{closed[0].rec.Outcome, closed[1].rec.Outcome, closed[2].rec.Outcome}
-	if outcomes[0] != storage.SMTPFaulted || outcomes[1] != storage.SMTPDelivered || outcomes[2] != storage.SMTPFaulted {
-		t.Errorf("outcomes %q, want faulted, delivered, faulted", outcomes)
-	}
-	if closed[0].rec.Recipients[0].Fault != retry.ID || closed[2].rec.Data.Fault != refuse.ID || "250 2.0.0 OK "+closed[1].rec.ID != got["data"] {
-		t.Errorf("records %+v / %+v / %+v: want the rules' ids and the 250's session id", closed[0].rec, closed[1].rec, closed[2].rec)
-	}
+		var got map[string]string
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("smtplib printed %q: %v", out, err)
+		}
+		for key, want := range map[string]string{
+			"first":   "^451 4.3.0 Try again later$",
+			"mail":    "^250 2.1.0 OK$",
+			"rcpt":    "^250 2.1.5 OK$",
+			"data":    "^250 2.0.0 OK " + uuid7 + "$",
+			"refused": "^550 5.7.1 Message refused$",
+			"quit":    "^221 2.0.0 mx.burner.test closing connection$",
+		} {
+			if !regexp.MustCompile(want).MatchString(got[key]) {
+				t.Errorf("smtplib's %s: %q, want %s", key, got[key], want)
+			}
+		}
+		if n := len(stored(t, db, "retry")) + len(stored(t, db, "refuse")); n != 1 {
+			t.Errorf("%d emails stored, want 1", n)
+		}
+		recs := log.waitEnded(t, 3)
+		outcomes := []storage.SMTPOutcome{recs[0].Outcome, recs[1].Outcome, recs[2].Outcome}
+		if outcomes[0] != storage.SMTPFaulted || outcomes[1] != storage.SMTPDelivered || outcomes[2] != storage.SMTPFaulted {
+			t.Errorf("outcomes %q, want faulted, delivered, faulted", outcomes)
+		}
+		if recs[0].Recipients[0].Fault != retry.ID || recs[2].Data.Fault != refuse.ID || "250 2.0.0 OK "+recs[1].ID != got["data"] {
+			t.Errorf("records %+v / %+v / %+v: want the rules' ids and the 250's session id", recs[0], recs[1], recs[2])
+		}
+	})
 }

@@ -244,14 +244,17 @@ func (w *wire) writeLine(line []byte) error {
 		}
 	}
 	w.obuf = append(append(w.obuf[:0], line...), "\r\n"...)
-	_, err := w.conn.Write(w.obuf)
 	if len(w.reply) > 0 {
 		w.reply = append(w.reply, '\n')
 	}
 	w.reply = append(w.reply, line...)
 	if len(line) > 3 && line[3] == '-' {
+		_, err := w.conn.Write(w.obuf)
 		return err // more lines follow
 	}
+	// The session hears of the exchange before the client does, so that
+	// a client that has its reply finds the session log knowing of it
+	// (spec §13.1: a session is listed from its first RCPT).
 	if w.sess != nil {
 		cmd := w.cmd
 		if !w.open {
@@ -259,6 +262,7 @@ func (w *wire) writeLine(line []byte) error {
 		}
 		w.sess.replied(cmd, w.reply)
 	}
+	_, err := w.conn.Write(w.obuf)
 	w.open = false
 	w.reply = w.reply[:0]
 	if w.closeAfter {

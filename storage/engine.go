@@ -139,7 +139,11 @@ type Engine interface {
 	RecentInboxes(ctx context.Context, q InboxQuery) ([]Inbox, error)
 	// Sweep applies retention: it deletes emails older than the store's
 	// maximum age and, in each inbox, the oldest beyond its cap, in small
-	// steps, and returns how many it deleted. It stops early when ctx is done.
+	// steps, and returns how many emails it deleted. It keeps the SMTP
+	// session log within Retention.SessionsMaxAge and MaxSessions too
+	// (records deleted are not counted), and forgets the RCPTs that fault
+	// rules with PerMinute counted more than a minute ago. It stops early
+	// when ctx is done.
 	Sweep(ctx context.Context) (int, error)
 	// CheckWritable fails when the store cannot take a write now, and with
 	// an error wrapping ErrFull when new mail would be refused for want of
@@ -176,6 +180,62 @@ type Engine interface {
 	// DeleteExpiredSessions removes the sessions expired at now and
 	// returns how many.
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error)
+
+	// The SMTP session log (spec §13.1): a record of every SMTP session
+	// that reached a RCPT. Deliver writes the record of a session that
+	// stores mail (Message.Session) in the delivery's own commit; the
+	// others come in batches through WriteSMTPSessions. Every commit that
+	// writes a record holds Retention.MaxSessions, deleting the oldest
+	// records beyond it; Sweep holds it too (after a lower cap) and
+	// Retention.SessionsMaxAge. The log is diagnostics: Export and Import
+	// do not carry it.
+
+	// WriteSMTPSessions writes recs to the session log in one
+	// transaction. Each replaces the record of its session (the same ID
+	// and StartedAt), except that a record still open (EndedAt nil)
+	// never replaces an ended one: an open record may still wait in a
+	// batch when its session's final record is written. Past
+	// Retention.MaxSessions it deletes the oldest records in the same
+	// transaction, so that a flood of sessions cannot grow the log past
+	// its cap.
+	WriteSMTPSessions(ctx context.Context, recs []SMTPSession) error
+	// SMTPSessions returns the records q selects, newest first (StartedAt
+	// descending, then ID descending).
+	SMTPSessions(ctx context.Context, q SMTPSessionQuery) ([]SMTPSession, error)
+
+	// Fault rules (spec §13.2), kept by the store so that every node
+	// applies them and counts their uses exactly. Export and Import do
+	// not carry them: they are a test's state, and the configuration's
+	// are armed again at start.
+
+	// CreateFaultRule stores rule as a new rule, after every rule there
+	// is, and returns it with its ID, CreatedAt and Used (0). rule must
+	// pass CleanFaultRule, else the *FaultRuleError it gives; a store that
+	// holds MaxFaultRules rules returns ErrTooManyFaultRules.
+	CreateFaultRule(ctx context.Context, rule FaultRule) (FaultRule, error)
+	// FaultRules returns every rule, spent ones too, in creation order.
+	FaultRules(ctx context.Context) ([]FaultRule, error)
+	// DeleteFaultRule deletes the rule with id, or returns ErrNotFound.
+	DeleteFaultRule(ctx context.Context, id string) error
+	// ArmFaultRules makes rules, the configuration's ([[faults.rules]]),
+	// the store's configured rules, in one transaction: each gets the id
+	// ConfigFaultRuleIDs gives it and Config set; one armed already keeps
+	// its uses and its place in creation order; a new one comes after
+	// every rule there is; a configured rule not in rules is deleted. So
+	// the same configuration, armed at every start of every node, arms
+	// each rule once. Each must pass CleanFaultRule (else the
+	// *FaultRuleError of the first that does not). It returns the
+	// configured rules as stored.
+	ArmFaultRules(ctx context.Context, rules []FaultRule) ([]FaultRule, error)
+	// ApplyFaultRule returns the first rule in creation order that
+	// applies at stage to a message for any of inboxes (InboxNames), and
+	// counts that use of it, exactly across nodes; ok is false when none
+	// applies. A spent rule applies no more; a rule with PerMinute
+	// applies as FaultRule.Limits says, counting the RCPTs this method
+	// was told of: at FaultAtRcpt inboxes holds the one inbox a RCPT
+	// that burner would accept names, and a RCPT no rule answers is
+	// counted for that inbox when a rule with PerMinute covers it.
+	ApplyFaultRule(ctx context.Context, stage FaultStage, inboxes []string) (rule FaultRule, ok bool, err error)
 
 	// What `burner copy` carries from one store to another (spec §10):
 	// the whole content as it is stored (copy.go).

@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // FaultStage is where a fault rule answers in burner's place (spec §13.2).
@@ -44,6 +47,66 @@ type FaultRule struct {
 	// that named the inbox and was not refused: a receiver's rate limit.
 	PerMinute int
 	CreatedAt time.Time
+	// Config marks a rule armed from the configuration ([[faults.rules]],
+	// Engine.ArmFaultRules) rather than through the API.
+	Config bool
+}
+
+// Spent reports whether r has been used as many times as it may be: it
+// stays listed, and no longer applies.
+func (r FaultRule) Spent() bool { return r.Times > 0 && r.Used >= r.Times }
+
+// Covers reports whether r's inbox pattern takes the inbox (an InboxName).
+func (r FaultRule) Covers(inbox string) bool {
+	return Scope{Inboxes: []string{r.Inbox}}.Reaches(inbox)
+}
+
+// Limits reports whether a rule with PerMinute applies at stage to a
+// message for an inbox that had recent RCPTs within the last minute, each
+// one that named the inbox and was not refused: at FaultAtRcpt the RCPT
+// being answered is not counted yet, so the rule answers the (PerMinute+1)th;
+// at FaultAtData the message's own RCPT is, so it answers past PerMinute.
+// A rule without PerMinute applies to every message.
+func (r FaultRule) Limits(stage FaultStage, recent int) bool {
+	switch {
+	case r.PerMinute <= 0:
+		return true
+	case stage == FaultAtRcpt:
+		return recent >= r.PerMinute
+	default:
+		return recent > r.PerMinute
+	}
+}
+
+// MaxFaultRules bounds the rules a store holds, spent ones included: each
+// RCPT reads them all while fault injection is on.
+const MaxFaultRules = 1000
+
+// ErrTooManyFaultRules means a store holds MaxFaultRules rules already:
+// delete some before arming more.
+var ErrTooManyFaultRules = errors.New("storage: too many fault rules")
+
+// ConfigFaultRuleIDs returns the ids of rules armed from the
+// configuration (Engine.ArmFaultRules): each made from the rule's
+// content and how many equal rules come before it, so that the same
+// configuration arms the same rules at every start of every node, and a
+// rule armed already keeps its uses. An id has the form of a UUID
+// (version 8), as the ids of rules made through the API do.
+func ConfigFaultRuleIDs(rules []FaultRule) []string {
+	ids := make([]string, len(rules))
+	seen := make(map[string]int)
+	for i, r := range rules {
+		content := fmt.Sprintf("%q %q %q %d %d %t %d", r.Inbox, r.Stage, r.Reply, r.Times, r.Delay, r.Disconnect, r.PerMinute)
+		n := seen[content]
+		seen[content] = n + 1
+		sum := sha256.Sum256(fmt.Appendf(nil, "burner config fault rule %s #%d", content, n))
+		var u uuid.UUID
+		copy(u[:], sum[:16])
+		u[6] = u[6]&0x0f | 0x80 // version 8: made by the application
+		u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+		ids[i] = u.String()
+	}
+	return ids
 }
 
 // MaxFaultDelay bounds FaultRule.Delay.
@@ -148,7 +211,7 @@ func ParseFaultReply(s string) (SMTPReply, error) {
 			r.Enhanced[i] = n
 		}
 		if r.Enhanced[0] != int(s[0]-'0') {
-			return bad("the enhanced status code's class must be the code's first digit (4.x.x for 4xx, 5.x.x for 5xx)")
+			return bad("an enhanced status code of the code's class (4.x.x for 4xx, 5.x.x for 5xx)")
 		}
 		rest = text
 	}

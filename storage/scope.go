@@ -108,3 +108,28 @@ func (s Scope) Reaches(localPart string) bool {
 func (s Scope) Everywhere() bool {
 	return !s.Metrics && (len(s.Inboxes) == 0 || slices.Contains(s.Inboxes, AllInboxes))
 }
+
+// ReachesPattern reports whether every inbox the inbox pattern p
+// (ParseInboxPattern's form) takes is one s reaches: whether s reaches
+// every inbox, or one of its patterns is p or a prefix pattern that
+// takes all of p's inboxes ("ci-*" takes "ci-7" and "ci-7*"). A fault
+// rule must be inside its key's scope (spec §13.2).
+func (s Scope) ReachesPattern(p string) bool {
+	if s.Everywhere() {
+		return true
+	}
+	if s.Metrics || p == AllInboxes {
+		return false
+	}
+	pp := InboxName(strings.TrimSuffix(p, "*"))
+	for _, q := range s.Inboxes {
+		if prefix, ok := strings.CutSuffix(q, "*"); ok {
+			if strings.HasPrefix(pp, prefix) {
+				return true
+			}
+		} else if q == InboxName(p) {
+			return true
+		}
+	}
+	return false
+}

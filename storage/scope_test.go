@@ -123,3 +123,28 @@ func TestInboxQueryMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestScopeReachesPattern(t *testing.T) {
+	for _, tc := range []struct {
+		scope   Scope
+		pattern string
+		want    bool
+	}{
+		{Scope{}, "*", true},
+		{Scope{Inboxes: []string{"*"}}, "ci-*", true},
+		{Scope{Inboxes: []string{"ci-*"}}, "ci-7", true},
+		{Scope{Inboxes: []string{"ci-*"}}, "ci-7*", true},
+		{Scope{Inboxes: []string{"ci-*"}}, "ci-*", true},
+		{Scope{Inboxes: []string{"ci-*"}}, "c*", false},
+		{Scope{Inboxes: []string{"ci-*"}}, "*", false},
+		{Scope{Inboxes: []string{"alice"}}, "alice", true},
+		{Scope{Inboxes: []string{"alice"}}, "alice*", false},
+		{Scope{Inboxes: []string{"alice"}}, "bob", false},
+		{Scope{Inboxes: []string{"alice", "ci-*"}, ReadOnly: true}, "ci-x", true},
+		{Scope{Metrics: true}, "alice", false},
+	} {
+		if got := tc.scope.ReachesPattern(tc.pattern); got != tc.want {
+			t.Errorf("%+v.ReachesPattern(%q) = %v, want %v", tc.scope, tc.pattern, got, tc.want)
+		}
+	}
+}

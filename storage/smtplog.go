@@ -1,6 +1,9 @@
 package storage
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // SMTPSession is the record of one SMTP session as the session log keeps
 // it (spec §13.1). A session here is one mail transaction: from the first
@@ -96,3 +99,38 @@ const MaxTranscriptLines = 200
 // MaxTranscriptText bounds each side of a transcript line, in octets
 // (spec §13.1: 512 characters; a cut is marked with "...").
 const MaxTranscriptText = 512
+
+// SMTPSessionQuery selects records of the session log (spec §13.1),
+// newest first.
+type SMTPSessionQuery struct {
+	// Inbox, when not "", lists only the sessions that named that inbox
+	// (an InboxName) in a RCPT, accepted or refused; "" lists every
+	// session, those that named no inbox too.
+	Inbox string
+	Since time.Time // when not zero, only sessions started strictly after it
+	Limit int       // at most this many; 0 means DefaultSMTPSessions
+}
+
+// DefaultSMTPSessions and MaxSMTPSessions bound a listing of the session
+// log (spec §13.1: limit 1 to 100, 20 when not given).
+const (
+	DefaultSMTPSessions = 20
+	MaxSMTPSessions     = 100
+)
+
+// Inboxes returns the inboxes the session's RCPTs named, accepted or
+// refused, each once, in the order first named: what
+// SMTPSessionQuery.Inbox finds a session by.
+func (s *SMTPSession) Inboxes() []string {
+	var out []string
+	for _, r := range s.Recipients {
+		if r.Inbox != nil && !slices.Contains(out, *r.Inbox) {
+			out = append(out, *r.Inbox)
+		}
+	}
+	return out
+}
+
+// Ended reports whether the record is final: a record still open
+// (EndedAt nil) never replaces an ended one of the same session.
+func (s *SMTPSession) Ended() bool { return s.EndedAt != nil }

@@ -80,7 +80,6 @@ type Message struct {
 	// message (spec §13.1), for Deliver to write in the delivery's own
 	// commit, with Emails set to the ids of the emails it stores; nil when
 	// none is kept. Deliver does not keep it past its return.
-	// TODO(smtpwire): boltdb and postgres do not write it yet.
 	Session *SMTPSession
 	// Auth is the message's authentication record (spec §12) as smtpd
 	// makes it at delivery: the envelope, with status AuthPending (or
@@ -138,6 +137,9 @@ type Stats struct {
 	Keys      int       // API keys
 	FileBytes int64     // the store's size on disk
 	Oldest    time.Time // when the oldest email was received; zero without emails
+	// SMTPSessions counts the records of the SMTP session log (spec
+	// §13.1).
+	SMTPSessions int
 }
 
 // Retention is what a store keeps (spec §6), as both engines' options
@@ -154,6 +156,14 @@ type Retention struct {
 	// size of a PostgreSQL database): past it Deliver returns an error
 	// wrapping ErrFull. 0 means no cap.
 	MaxBytes int64
+	// SessionsMaxAge is how long the SMTP session log keeps a record
+	// (spec §13.1), from its StartedAt; 0 keeps records until
+	// MaxSessions pushes them out.
+	SessionsMaxAge time.Duration
+	// MaxSessions caps the records of the SMTP session log, the oldest
+	// going first: every commit that writes a record holds it, and Sweep.
+	// 0 means no cap.
+	MaxSessions int
 }
 
 // Inbox describes one inbox: an inbox exists while it holds an email.

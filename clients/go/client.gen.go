@@ -4,6 +4,7 @@
 package apiclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -147,6 +148,42 @@ func (e AuthStatus) Valid() bool {
 	}
 }
 
+// Defines values for FaultRuleStage.
+const (
+	FaultRuleStageData FaultRuleStage = "data"
+	FaultRuleStageRcpt FaultRuleStage = "rcpt"
+)
+
+// Valid indicates whether the value is a known member of the FaultRuleStage enum.
+func (e FaultRuleStage) Valid() bool {
+	switch e {
+	case FaultRuleStageData:
+		return true
+	case FaultRuleStageRcpt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FaultRuleInputStage.
+const (
+	FaultRuleInputStageData FaultRuleInputStage = "data"
+	FaultRuleInputStageRcpt FaultRuleInputStage = "rcpt"
+)
+
+// Valid indicates whether the value is a known member of the FaultRuleInputStage enum.
+func (e FaultRuleInputStage) Valid() bool {
+	switch e {
+	case FaultRuleInputStageData:
+		return true
+	case FaultRuleInputStageRcpt:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok          HealthStatus = "ok"
@@ -159,6 +196,33 @@ func (e HealthStatus) Valid() bool {
 	case Ok:
 		return true
 	case Unavailable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SessionOutcome.
+const (
+	SessionOutcomeAborted     SessionOutcome = "aborted"
+	SessionOutcomeDelivered   SessionOutcome = "delivered"
+	SessionOutcomeFaulted     SessionOutcome = "faulted"
+	SessionOutcomeLessThannil SessionOutcome = "<nil>"
+	SessionOutcomeRejected    SessionOutcome = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the SessionOutcome enum.
+func (e SessionOutcome) Valid() bool {
+	switch e {
+	case SessionOutcomeAborted:
+		return true
+	case SessionOutcomeDelivered:
+		return true
+	case SessionOutcomeFaulted:
+		return true
+	case SessionOutcomeLessThannil:
+		return true
+	case SessionOutcomeRejected:
 		return true
 	default:
 		return false
@@ -327,6 +391,63 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// FaultRule An armed fault rule.
+//
+// Examples: {"createdAt":"2025-03-14T15:09:26.535Z","delay":"0s","disconnect":false,"id":"0195f3b0-9c1e-7a2b-8c3d-4e5f60718293","inbox":"fail-*","perMinute":0,"reply":"451 4.3.0 Try again later","stage":"rcpt","times":3,"used":0}
+type FaultRule struct {
+	// CreatedAt When it was armed, as receivedAt is written.
+	CreatedAt string `json:"createdAt"`
+
+	// Delay A Go duration: "0s", "1.5s", "1m0s".
+	Delay      string `json:"delay"`
+	Disconnect bool   `json:"disconnect"`
+
+	// Id A UUID: version 7 for a rule armed through the API, version 8 for one armed from the configuration ([[faults.rules]]).
+	Id string `json:"id"`
+
+	// Inbox The pattern, lower-cased.
+	Inbox     string `json:"inbox"`
+	PerMinute int32  `json:"perMinute"`
+
+	// Reply "" for a disconnect without a reply.
+	Reply string         `json:"reply"`
+	Stage FaultRuleStage `json:"stage"`
+	Times int32          `json:"times"`
+
+	// Used Uses so far; a spent rule (used equal to a times that is not 0) stays listed and no longer applies.
+	Used int32 `json:"used"`
+}
+
+// FaultRuleStage defines model for FaultRule.Stage.
+type FaultRuleStage string
+
+// FaultRuleInput A fault rule to arm (spec §13.2). A field of another name is refused.
+type FaultRuleInput struct {
+	// Delay A Go duration from "0s" to "60s", waited before the reply; the session's own timeouts still hold.
+	//
+	// Examples: 1.5s
+	Delay *string `json:"delay,omitempty"`
+
+	// Disconnect After the delay, close the connection without a reply (at `data`, after the final dot: the client cannot know whether the mail was taken).
+	Disconnect *bool `json:"disconnect,omitempty"`
+
+	// Inbox An inbox pattern as for keys: `alice`, `ci-*`, `*`; inside the key's scope.
+	Inbox string `json:"inbox"`
+
+	// PerMinute Apply only to messages beyond this many for the inbox within the last minute, counting each RCPT that named it and was not refused: a receiver's rate limit. 0: every message.
+	PerMinute *int32 `json:"perMinute,omitempty"`
+
+	// Reply A 4xx or 5xx code, an optional enhanced status code of the same class and a text, printable ASCII: `451 4.3.0 Try again later`. Required unless `disconnect`.
+	Reply *string             `json:"reply,omitempty"`
+	Stage FaultRuleInputStage `json:"stage"`
+
+	// Times Spent after this many uses, counted exactly across nodes; 0: until deleted.
+	Times *int32 `json:"times,omitempty"`
+}
+
+// FaultRuleInputStage defines model for FaultRuleInput.Stage.
+type FaultRuleInputStage string
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -385,6 +506,88 @@ type Info struct {
 // LocalPart Examples: alice, ci-run+42
 type LocalPart = string
 
+// Session One SMTP session of the session log (spec §13.1): one mail transaction, from the first exchange after the previous one ended (the connection's start for the first, so that its transcript holds EHLO and STARTTLS) to the reply to its data, a RSET, QUIT or the connection's end. The final 250 of a message names the session's id.
+//
+// Examples: {"client":{"helo":"app.example","ip":"127.0.0.1"},"data":{"bytes":4096,"reply":"250 2.0.0 OK 0195f3b0-9c1e-7a2b-8c3d-4e5f60718293"},"emails":["0195f3b0-9c1f-7a2b-8c3d-4e5f60718294"],"endedAt":"2025-03-14T15:09:26.577Z","id":"0195f3b0-9c1e-7a2b-8c3d-4e5f60718293","mailFrom":"app@example.com","node":"mx1","outcome":"delivered","recipients":[{"address":"alice@inbox.test","inbox":"alice","reply":"250 2.1.5 OK"},{"address":"x@elsewhere.test","inbox":null,"reply":"550 5.1.1 Relay access denied: not an inbox domain here"}],"startedAt":"2025-03-14T15:09:26.535Z","tls":null,"transcript":[{"c":"EHLO app.example","s":"250-mx.example\n250 PIPELINING"},{"c":"MAIL FROM:\u003capp@example.com\u003e","s":"250 2.1.0 OK"},{"c":"RCPT TO:\u003calice@inbox.test\u003e","s":"250 2.1.5 OK"},{"c":"RCPT TO:\u003cx@elsewhere.test\u003e","s":"550 5.1.1 Relay access denied: not an inbox domain here"},{"c":"DATA","s":"354 End data with \u003cCR\u003e\u003cLF\u003e.\u003cCR\u003e\u003cLF\u003e"},{"c":".","s":"250 2.0.0 OK 0195f3b0-9c1e-7a2b-8c3d-4e5f60718293"}]}
+type Session struct {
+	Client struct {
+		// Helo The name it gave in EHLO or HELO.
+		Helo string `json:"helo"`
+
+		// Ip The client's address.
+		Ip string `json:"ip"`
+	} `json:"client"`
+
+	// Data What became of the message data; null when DATA (or BDAT) was never reached.
+	Data *struct {
+		// Bytes Octets of message data received.
+		Bytes int64 `json:"bytes"`
+
+		// Fault The id of the fault rule that answered; absent when burner did.
+		Fault *string `json:"fault,omitempty"`
+
+		// Reply The reply to the data; null when the session ended without one (a fault rule's disconnect: the sender cannot know whether the mail was taken).
+		Reply *string `json:"reply"`
+	} `json:"data"`
+
+	// Emails The ids of the emails the session stored, in the order of its accepted recipients.
+	Emails []string `json:"emails"`
+
+	// EndedAt When it ended; null while it is open.
+	EndedAt *string `json:"endedAt"`
+
+	// Id A UUID of version 7: the id the final `250 2.0.0 OK <id>` and the Received field name.
+	Id string `json:"id"`
+
+	// MailFrom The reverse path of MAIL FROM, without brackets; "" for the null sender or no MAIL.
+	MailFrom string `json:"mailFrom"`
+
+	// Node The node that took the connection (spec §10).
+	Node string `json:"node"`
+
+	// Outcome delivered: it stored an email; else faulted: a fault rule answered a command; else rejected: burner refused a recipient or the data; else aborted: the client left, reset or timed out. Null while the session is open.
+	Outcome *SessionOutcome `json:"outcome"`
+
+	// Recipients Each RCPT command, in order, refused ones and repeats too.
+	Recipients []struct {
+		// Address As the client gave it, without brackets.
+		Address string `json:"address"`
+
+		// Fault The id of the fault rule that answered; absent when burner did.
+		Fault *string `json:"fault,omitempty"`
+
+		// Inbox The inbox it names; null outside the inbox domains or for an address the API could not list.
+		Inbox *string `json:"inbox"`
+
+		// Reply burner's reply, as sent; null when a fault rule closed the connection instead.
+		Reply *string `json:"reply"`
+	} `json:"recipients"`
+
+	// StartedAt When its first exchange was answered, as receivedAt is written.
+	StartedAt string `json:"startedAt"`
+
+	// Tls The TLS under the session; null without TLS.
+	Tls *struct {
+		// Cipher Examples: TLS_AES_128_GCM_SHA256
+		Cipher string `json:"cipher"`
+
+		// Version Examples: TLS 1.3
+		Version string `json:"version"`
+	} `json:"tls"`
+
+	// Transcript Commands and replies, at most 200 (then the last says how many were left out), each side at most 512 characters: never message data; an AUTH line shows the mechanism only, and what follows a 334 is `<hidden>`.
+	Transcript []struct {
+		// C The command line; "." is the end of a message's data; "" for a reply to no command (an idle timeout).
+		C string `json:"c"`
+
+		// S The reply, its lines joined by \n; "" when none came.
+		S string `json:"s"`
+	} `json:"transcript"`
+}
+
+// SessionOutcome delivered: it stored an email; else faulted: a fault rule answered a command; else rejected: burner refused a recipient or the data; else aborted: the client left, reset or timed out. Null while the session is open.
+type SessionOutcome string
+
 // EmailID defines model for EmailID.
 type EmailID = string
 
@@ -405,6 +608,11 @@ type ClearForbidden = Error
 //
 // Examples: {"error":"Email not found"}
 type EmailNotFound = Error
+
+// FaultsOff Every error response.
+//
+// Examples: {"error":"Email not found"}
+type FaultsOff = Error
 
 // InboxForbidden Every error response.
 //
@@ -435,6 +643,11 @@ type NotAllowedDelete = Error
 //
 // Examples: {"error":"Email not found"}
 type NotAllowedEmail = Error
+
+// NotAllowedFaults Every error response.
+//
+// Examples: {"error":"Email not found"}
+type NotAllowedFaults = Error
 
 // NotAllowedGet Every error response.
 //
@@ -518,6 +731,21 @@ type ClearInboxParams struct {
 
 // GetOpenAPI200JSONResponseBodyOpenapi defines parameters for GetOpenAPI.
 type GetOpenAPI200JSONResponseBodyOpenapi string
+
+// ListSessionsParams defines parameters for ListSessions.
+type ListSessionsParams struct {
+	// To An inbox, as for a list of emails: the sessions whose RCPTs named it. Absent: every session.
+	To *LocalPart `form:"to,omitempty" json:"to,omitempty"`
+
+	// Limit At most this many sessions, 1 to 100; 20 when absent.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Since Only sessions started strictly after this Unix time in seconds (a fraction is allowed).
+	Since *float64 `form:"since,omitempty" json:"since,omitempty"`
+}
+
+// CreateFaultJSONRequestBody defines body for CreateFault for application/json ContentType.
+type CreateFaultJSONRequestBody = FaultRuleInput
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -683,6 +911,42 @@ type ClientInterface interface {
 	// Corresponds with GET /api/v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListFaults The fault rules
+	//
+	// The fault rules whose inbox pattern is inside the key's scope, spent ones too, in creation order. Only when `faults.enabled` is true; else 404, as for a path burner does not serve.
+	//
+	// Corresponds with GET /api/v1/faults (the `ListFaults` operationId).
+	ListFaults(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFaultWithBody Arm a fault rule
+	//
+	// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+	//
+	// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+	CreateFaultWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFault Arm a fault rule
+	//
+	// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+	//
+	// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+	CreateFault(ctx context.Context, body CreateFaultJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteFault Disarm a fault rule
+	//
+	// Deletes the rule at once, on every node. A read-only key gets 403 whatever the id. Only when `faults.enabled` is true; else 404 "Not found.".
+	//
+	// Corresponds with DELETE /api/v1/faults/{id} (the `DeleteFault` operationId).
+	DeleteFault(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ClearInbox Delete every email of an inbox
 	//
 	// Corresponds with DELETE /api/v1/inbox (the `ClearInbox` operationId).
@@ -699,6 +963,15 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSessions The SMTP session log
+	//
+	// Every SMTP session that reached a RCPT command, accepted or not, newest first (startedAt descending): who spoke, what each recipient was answered, what became of the data, the emails stored and a transcript of commands and replies (never message data, never an AUTH secret). A session is listed from its first RCPT, with `endedAt` and `outcome` null while it is open. Kept for `retention.sessions_max_age` and at most `retention.max_sessions` records.
+	//
+	// Without `to`, every session, also those whose recipients named no inbox, for a key that reads every inbox (a read-only key without patterns may); any other key gets 403. With `to`, the sessions whose RCPTs named that inbox; a scoped key sees only its inboxes' recipients (the others are left out of `recipients` and `emails`, and their RCPT lines in the transcript read `RCPT TO:<hidden>`). Parameters are checked in this order: `to`, `limit`, `since`.
+	//
+	// Corresponds with GET /api/v1/sessions (the `ListSessions` operationId).
+	ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Health check
 	//
@@ -915,6 +1188,82 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 	return c.Client.Do(req)
 }
 
+// ListFaults The fault rules
+//
+// The fault rules whose inbox pattern is inside the key's scope, spent ones too, in creation order. Only when `faults.enabled` is true; else 404, as for a path burner does not serve.
+//
+// Corresponds with GET /api/v1/faults (the `ListFaults` operationId).
+func (c *Client) ListFaults(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFaultsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFaultWithBody Arm a fault rule
+//
+// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+//
+// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+func (c *Client) CreateFaultWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFaultRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFault Arm a fault rule
+//
+// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+//
+// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+func (c *Client) CreateFault(ctx context.Context, body CreateFaultJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFaultRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteFault Disarm a fault rule
+//
+// Deletes the rule at once, on every node. A read-only key gets 403 whatever the id. Only when `faults.enabled` is true; else 404 "Not found.".
+//
+// Corresponds with DELETE /api/v1/faults/{id} (the `DeleteFault` operationId).
+func (c *Client) DeleteFault(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteFaultRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ClearInbox Delete every email of an inbox
 //
 // Corresponds with DELETE /api/v1/inbox (the `ClearInbox` operationId).
@@ -952,6 +1301,25 @@ func (c *Client) GetInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Corresponds with GET /api/v1/openapi.json (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSessions The SMTP session log
+//
+// Every SMTP session that reached a RCPT command, accepted or not, newest first (startedAt descending): who spoke, what each recipient was answered, what became of the data, the emails stored and a transcript of commands and replies (never message data, never an AUTH secret). A session is listed from its first RCPT, with `endedAt` and `outcome` null while it is open. Kept for `retention.sessions_max_age` and at most `retention.max_sessions` records.
+//
+// Without `to`, every session, also those whose recipients named no inbox, for a key that reads every inbox (a read-only key without patterns may); any other key gets 403. With `to`, the sessions whose RCPTs named that inbox; a scoped key sees only its inboxes' recipients (the others are left out of `recipients` and `emails`, and their RCPT lines in the transcript read `RCPT TO:<hidden>`). Parameters are checked in this order: `to`, `limit`, `since`.
+//
+// Corresponds with GET /api/v1/sessions (the `ListSessions` operationId).
+func (c *Client) ListSessions(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSessionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1586,6 +1954,107 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 	return req, nil
 }
 
+// NewListFaultsRequest constructs an http.Request for the ListFaults method
+func NewListFaultsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/faults")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateFaultRequest calls the generic CreateFault builder with application/json body
+func NewCreateFaultRequest(server string, body CreateFaultJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFaultRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateFaultRequestWithBody constructs an http.Request for the CreateFault method, with any body, and a specified content type
+func NewCreateFaultRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/faults")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteFaultRequest constructs an http.Request for the DeleteFault method
+func NewDeleteFaultRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/faults/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewClearInboxRequest constructs an http.Request for the ClearInbox method
 func NewClearInboxRequest(server string, params *ClearInboxParams) (*http.Request, error) {
 	var err error
@@ -1680,6 +2149,84 @@ func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListSessionsRequest constructs an http.Request for the ListSessions method
+func NewListSessionsRequest(server string, params *ListSessionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/sessions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "number", Format: "double"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1900,6 +2447,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/events (the `StreamEvents` operationId).
 	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
 
+	// ListFaultsWithResponse The fault rules
+	//
+	// The fault rules whose inbox pattern is inside the key's scope, spent ones too, in creation order. Only when `faults.enabled` is true; else 404, as for a path burner does not serve.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/faults (the `ListFaults` operationId).
+	ListFaultsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListFaultsResponse, error)
+
+	// CreateFaultWithBodyWithResponse Arm a fault rule
+	//
+	// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+	//
+	// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+	CreateFaultWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFaultResponse, error)
+
+	// CreateFaultWithResponse Arm a fault rule
+	//
+	// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+	//
+	// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+	CreateFaultWithResponse(ctx context.Context, body CreateFaultJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFaultResponse, error)
+
+	// DeleteFaultWithResponse Disarm a fault rule
+	//
+	// Deletes the rule at once, on every node. A read-only key gets 403 whatever the id. Only when `faults.enabled` is true; else 404 "Not found.".
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api/v1/faults/{id} (the `DeleteFault` operationId).
+	DeleteFaultWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteFaultResponse, error)
+
 	// ClearInboxWithResponse Delete every email of an inbox
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1922,6 +2509,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/openapi.json (the `GetOpenAPI` operationId).
 	GetOpenAPIWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIResponse, error)
+
+	// ListSessionsWithResponse The SMTP session log
+	//
+	// Every SMTP session that reached a RCPT command, accepted or not, newest first (startedAt descending): who spoke, what each recipient was answered, what became of the data, the emails stored and a transcript of commands and replies (never message data, never an AUTH secret). A session is listed from its first RCPT, with `endedAt` and `outcome` null while it is open. Kept for `retention.sessions_max_age` and at most `retention.max_sessions` records.
+	//
+	// Without `to`, every session, also those whose recipients named no inbox, for a key that reads every inbox (a read-only key without patterns may); any other key gets 403. With `to`, the sessions whose RCPTs named that inbox; a scoped key sees only its inboxes' recipients (the others are left out of `recipients` and `emails`, and their RCPT lines in the transcript read `RCPT TO:<hidden>`). Parameters are checked in this order: `to`, `limit`, `since`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/sessions (the `ListSessions` operationId).
+	ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error)
 
 	// HealthzWithResponse Health check
 	//
@@ -3003,6 +3601,304 @@ func (r StreamEventsResponse) ContentType() string {
 	return ""
 }
 
+// ListFaultsResponse401Headers the declared response headers of an HTTP 401 response for ListFaults
+type ListFaultsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListFaultsResponse405Headers the declared response headers of an HTTP 405 response for ListFaults
+type ListFaultsResponse405Headers struct {
+	Allow string
+}
+
+type ListFaultsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]FaultRule
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *FaultsOff
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedFaults
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListFaultsResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListFaultsResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFaultsResponse) GetJSON200() *[]FaultRule {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFaultsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListFaultsResponse) GetJSON404() *FaultsOff {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListFaultsResponse) GetJSON405() *NotAllowedFaults {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r ListFaultsResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFaultsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFaultsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFaultsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFaultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFaultsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateFaultResponse401Headers the declared response headers of an HTTP 401 response for CreateFault
+type CreateFaultResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateFaultResponse405Headers the declared response headers of an HTTP 405 response for CreateFault
+type CreateFaultResponse405Headers struct {
+	Allow string
+}
+
+type CreateFaultResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *FaultRule
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *FaultsOff
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedFaults
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateFaultResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *CreateFaultResponse405Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateFaultResponse) GetJSON201() *FaultRule {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateFaultResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateFaultResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateFaultResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateFaultResponse) GetJSON404() *FaultsOff {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r CreateFaultResponse) GetJSON405() *NotAllowedFaults {
+	return r.JSON405
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateFaultResponse) GetJSON409() *Error {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateFaultResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r CreateFaultResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateFaultResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateFaultResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateFaultResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateFaultResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateFaultResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteFaultResponse401Headers the declared response headers of an HTTP 401 response for DeleteFault
+type DeleteFaultResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DeleteFaultResponse405Headers the declared response headers of an HTTP 405 response for DeleteFault
+type DeleteFaultResponse405Headers struct {
+	Allow string
+}
+
+type DeleteFaultResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ReadOnly
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedDelete
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteFaultResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *DeleteFaultResponse405Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteFaultResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteFaultResponse) GetJSON403() *ReadOnly {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteFaultResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r DeleteFaultResponse) GetJSON405() *NotAllowedDelete {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r DeleteFaultResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteFaultResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteFaultResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteFaultResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteFaultResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteFaultResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ClearInboxResponse401Headers the declared response headers of an HTTP 401 response for ClearInbox
 type ClearInboxResponse401Headers struct {
 	WWWAuthenticate string
@@ -3275,6 +4171,103 @@ func (r GetOpenAPIResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOpenAPIResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSessionsResponse401Headers the declared response headers of an HTTP 401 response for ListSessions
+type ListSessionsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListSessionsResponse405Headers the declared response headers of an HTTP 405 response for ListSessions
+type ListSessionsResponse405Headers struct {
+	Allow string
+}
+
+type ListSessionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Session
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON405 the response for an HTTP 405 `application/json` response
+	JSON405 *NotAllowedGet
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *QueryTooLong
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSessionsResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListSessionsResponse405Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSessionsResponse) GetJSON200() *[]Session {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSessionsResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSessionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSessionsResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON405 returns the response for an HTTP 405 `application/json` response
+func (r ListSessionsResponse) GetJSON405() *NotAllowedGet {
+	return r.JSON405
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r ListSessionsResponse) GetJSON414() *QueryTooLong {
+	return r.JSON414
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSessionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSessionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSessionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSessionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSessionsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3618,6 +4611,70 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 	return ParseStreamEventsResponse(rsp)
 }
 
+// ListFaultsWithResponse The fault rules
+//
+// The fault rules whose inbox pattern is inside the key's scope, spent ones too, in creation order. Only when `faults.enabled` is true; else 404, as for a path burner does not serve.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/faults (the `ListFaults` operationId).
+func (c *ClientWithResponses) ListFaultsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListFaultsResponse, error) {
+	rsp, err := c.ListFaults(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFaultsResponse(rsp)
+}
+
+// CreateFaultWithBodyWithResponse Arm a fault rule
+//
+// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+//
+// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+func (c *ClientWithResponses) CreateFaultWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFaultResponse, error) {
+	rsp, err := c.CreateFaultWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFaultResponse(rsp)
+}
+
+// CreateFaultWithResponse Arm a fault rule
+//
+// Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+//
+// Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/faults (the `CreateFault` operationId).
+func (c *ClientWithResponses) CreateFaultWithResponse(ctx context.Context, body CreateFaultJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFaultResponse, error) {
+	rsp, err := c.CreateFault(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFaultResponse(rsp)
+}
+
+// DeleteFaultWithResponse Disarm a fault rule
+//
+// Deletes the rule at once, on every node. A read-only key gets 403 whatever the id. Only when `faults.enabled` is true; else 404 "Not found.".
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api/v1/faults/{id} (the `DeleteFault` operationId).
+func (c *ClientWithResponses) DeleteFaultWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteFaultResponse, error) {
+	rsp, err := c.DeleteFault(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteFaultResponse(rsp)
+}
+
 // ClearInboxWithResponse Delete every email of an inbox
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3657,6 +4714,23 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetOpenAPIResponse(rsp)
+}
+
+// ListSessionsWithResponse The SMTP session log
+//
+// Every SMTP session that reached a RCPT command, accepted or not, newest first (startedAt descending): who spoke, what each recipient was answered, what became of the data, the emails stored and a transcript of commands and replies (never message data, never an AUTH secret). A session is listed from its first RCPT, with `endedAt` and `outcome` null while it is open. Kept for `retention.sessions_max_age` and at most `retention.max_sessions` records.
+//
+// Without `to`, every session, also those whose recipients named no inbox, for a key that reads every inbox (a read-only key without patterns may); any other key gets 403. With `to`, the sessions whose RCPTs named that inbox; a scoped key sees only its inboxes' recipients (the others are left out of `recipients` and `emails`, and their RCPT lines in the transcript read `RCPT TO:<hidden>`). Parameters are checked in this order: `to`, `limit`, `since`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/sessions (the `ListSessions` operationId).
+func (c *ClientWithResponses) ListSessionsWithResponse(ctx context.Context, params *ListSessionsParams, reqEditors ...RequestEditorFn) (*ListSessionsResponse, error) {
+	rsp, err := c.ListSessions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSessionsResponse(rsp)
 }
 
 // HealthzWithResponse Health check
@@ -4699,6 +5773,289 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 	return response, nil
 }
 
+// ParseListFaultsResponse parses an HTTP response from a ListFaultsWithResponse call
+func ParseListFaultsResponse(rsp *http.Response) (*ListFaultsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFaultsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []FaultRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FaultsOff
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedFaults
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListFaultsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListFaultsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateFaultResponse parses an HTTP response from a CreateFaultWithResponse call
+func ParseCreateFaultResponse(rsp *http.Response) (*CreateFaultResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateFaultResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest FaultRule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FaultsOff
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedFaults
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateFaultResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers CreateFaultResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteFaultResponse parses an HTTP response from a DeleteFaultWithResponse call
+func ParseDeleteFaultResponse(rsp *http.Response) (*DeleteFaultResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteFaultResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ReadOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedDelete
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteFaultResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers DeleteFaultResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseClearInboxResponse parses an HTTP response from a ClearInboxWithResponse call
 func ParseClearInboxResponse(rsp *http.Response) (*ClearInboxResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4945,6 +6302,97 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 405:
 		var headers GetOpenAPIResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		response.Headers405 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSessionsResponse parses an HTTP response from a ListSessionsWithResponse call
+func ParseListSessionsResponse(rsp *http.Response) (*ListSessionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSessionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Session
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest NotAllowedGet
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest QueryTooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSessionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListSessionsResponse405Headers
 		if values := rsp.Header.Values("Allow"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -48,7 +48,7 @@ func newSpecAPI(t *testing.T) *apiTest {
 		t.Fatalf("CreateKey: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv := httptest.NewServer(server.New(db, server.Options{Now: c.Now, Metrics: prometheus.NewRegistry()}, log).Handler())
+	srv := httptest.NewServer(server.New(db, server.Options{Now: c.Now, Metrics: prometheus.NewRegistry(), Features: server.Features{Faults: true}}, log).Handler())
 	t.Cleanup(srv.Close)
 	return &apiTest{t: t, db: db, clock: c, srv: srv, key: key}
 }

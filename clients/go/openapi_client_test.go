@@ -17,6 +17,7 @@ import (
 
 	apiclient "burner/clients/go"
 	"burner/storage"
+	"burner/storage/storetest"
 )
 
 // clientCall calls one operation through the generated client, with
@@ -77,6 +78,18 @@ func clientCalls(id string) map[string]clientCall {
 		},
 		"metrics": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
 			return c.MetricsWithResponse(ctx, ed...)
+		},
+		"listSessions": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.ListSessionsWithResponse(ctx, &apiclient.ListSessionsParams{}, ed...)
+		},
+		"listFaults": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.ListFaultsWithResponse(ctx, ed...)
+		},
+		"createFault": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.CreateFaultWithResponse(ctx, apiclient.CreateFaultJSONRequestBody{Inbox: "nobody", Stage: "rcpt", Reply: ptr("451")}, ed...)
+		},
+		"deleteFault": func(ctx context.Context, c *apiclient.ClientWithResponses, ed ...apiclient.RequestEditorFn) (any, error) {
+			return c.DeleteFaultWithResponse(ctx, unknownID, ed...)
 		},
 	}
 }
@@ -421,6 +434,53 @@ func TestOpenAPIClient(t *testing.T) {
 		metrics, err := c.MetricsWithResponse(ctx)
 		if err != nil || metrics.StatusCode() != 200 || !strings.HasPrefix(metrics.ContentType(), "text/plain") || !strings.Contains(string(metrics.Body), "# TYPE ") {
 			t.Errorf("Metrics = %v, %v; want 200 Prometheus text", answer(metrics), err)
+		}
+	})
+
+	t.Run("wire", func(t *testing.T) {
+		times, delay := int32(2), "1.5s"
+		armed, err := c.CreateFaultWithResponse(ctx, apiclient.CreateFaultJSONRequestBody{
+			Inbox: "Alice", Stage: "rcpt", Reply: ptr("451 4.3.0 Try again later"), Times: &times, Delay: &delay})
+		if err != nil || armed.JSON201 == nil || armed.JSON201.Inbox != "alice" || armed.JSON201.Times != 2 || armed.JSON201.Delay != "1.5s" ||
+			armed.JSON201.Stage != "rcpt" || armed.JSON201.Used != 0 {
+			t.Fatalf("CreateFault = %v, %v; want 201 the rule", answer(armed), err)
+		}
+		bad, err := c.CreateFaultWithResponse(ctx, apiclient.CreateFaultJSONRequestBody{Inbox: "alice", Stage: "helo"})
+		if err != nil || bad.JSON400 == nil || bad.JSON400.Error != `'stage' must be "rcpt" or "data".` {
+			t.Errorf("CreateFault(stage helo) = %v, %v; want 400 naming stage", answer(bad), err)
+		}
+		list, err := c.ListFaultsWithResponse(ctx)
+		if err != nil || list.JSON200 == nil || len(*list.JSON200) != 1 || (*list.JSON200)[0] != *armed.JSON201 {
+			t.Errorf("ListFaults = %v, %v; want the rule", answer(list), err)
+		}
+		s := storetest.SMTPSession("0195f3b0-0000-7000-8000-000000000001", a.clock.Now(), true, "alice@inbox.test", "x@elsewhere.test")
+		s.Recipients[0].Fault, s.Outcome = armed.JSON201.Id, storage.SMTPFaulted
+		if err := a.db.WriteSMTPSessions(ctx, []storage.SMTPSession{s}); err != nil {
+			t.Fatal(err)
+		}
+		limit, to := int32(5), "alice"
+		since := float64(s.StartedAt.UnixMilli()-1) / 1000
+		sessions, err := c.ListSessionsWithResponse(ctx, &apiclient.ListSessionsParams{To: &to, Limit: &limit, Since: &since})
+		if err != nil || sessions.JSON200 == nil || len(*sessions.JSON200) != 1 {
+			t.Fatalf("ListSessions(alice) = %v, %v; want 200 one session", answer(sessions), err)
+		}
+		got := (*sessions.JSON200)[0]
+		if got.Id != s.ID || got.Outcome == nil || *got.Outcome != "faulted" || len(got.Recipients) != 2 || got.Recipients[0].Fault == nil ||
+			*got.Recipients[0].Fault != armed.JSON201.Id || got.Recipients[1].Inbox != nil || got.Data != nil || got.Tls != nil || len(got.Transcript) != len(s.Transcript) {
+			t.Errorf("ListSessions(alice) = %+v, want the faulted session", got)
+		}
+		limit = 101
+		tooMany, err := c.ListSessionsWithResponse(ctx, &apiclient.ListSessionsParams{Limit: &limit})
+		if err != nil || tooMany.JSON400 == nil || tooMany.JSON400.Error != "'limit' must be an integer from 1 to 100." {
+			t.Errorf("ListSessions(limit=101) = %v, %v; want 400 naming limit", answer(tooMany), err)
+		}
+		del, err := c.DeleteFaultWithResponse(ctx, armed.JSON201.Id)
+		if err != nil || del.StatusCode() != 204 {
+			t.Errorf("DeleteFault = %v, %v; want 204", answer(del), err)
+		}
+		del, err = c.DeleteFaultWithResponse(ctx, armed.JSON201.Id)
+		if err != nil || del.JSON404 == nil || del.JSON404.Error != "Fault not found" {
+			t.Errorf("DeleteFault again = %v, %v; want 404 Fault not found", answer(del), err)
 		}
 	})
 

@@ -20,8 +20,10 @@ import (
 // numbers of emails, each message's reference count is the number of
 // emails that share it and it has its raw source, every email's search
 // signature is its message's, every attachment index and authentication
-// record decodes and belongs to a message, every key has its hash entry, and every UI session record
-// decodes. It reads everything, so it takes a while on a large file.
+// record decodes and belongs to a message, every key has its hash entry,
+// every UI session record decodes, the SMTP session log's records decode,
+// are counted and indexed, and every fault rule decodes. It reads
+// everything, so it takes a while on a large file.
 //
 // bbolt's check reads the free list, which writers change, so Check holds
 // the write lock while it runs: mail waits (it is not refused) until it
@@ -67,6 +69,8 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 	checkAuth(tx, &r)
 	checkKeys(tx, &r)
 	checkSessions(tx, &r)
+	checkSMTPLog(tx, &r)
+	checkFaults(tx, &r)
 	return r, nil
 }
 

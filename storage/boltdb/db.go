@@ -32,8 +32,9 @@ const schemaVersion = len(migrations) + 1
 
 // Bucket names. The layout of each is documented where it is encoded:
 // codec.go for emails, ids, inboxes, contents and raw; parts.go for parts;
-// auth.go for auth; keys.go for keys and keyhashes; outboxlayout.go for outbox and outboxnew;
-// sessions.go for sessions.
+// auth.go for auth; keys.go for keys and keyhashes; outboxlayout.go for
+// outbox and outboxnew; sessions.go for sessions; smtplog.go for smtplog;
+// faults.go for faults.
 var (
 	bucketMeta      = []byte("meta")
 	bucketEmails    = []byte("emails")
@@ -97,6 +98,9 @@ type DB struct {
 	verdictFlush bool        // a flushVerdicts is scheduled
 
 	usage keyring.Usage // key uses not yet written
+
+	rcpts     rcptCounter // the RCPTs fault rules with PerMinute count (faults.go)
+	smtpIndex smtpIndex   // the session log by inbox (smtplog.go)
 
 	stop    chan struct{}
 	flushed sync.WaitGroup
@@ -179,6 +183,10 @@ func Open(path string, opts Options) (*DB, error) {
 		stop:      make(chan struct{}),
 	}
 	db.commits.Max = maxBatch
+	if err := db.buildSMTPIndex(); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if !opts.ReadOnly {
 		db.flushed.Add(1)
 		go db.flushUsageEvery(opts.UsageFlushInterval)
@@ -233,7 +241,8 @@ func initBuckets(bdb *bolt.DB, log *slog.Logger) error {
 		return err
 	}
 	return bdb.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions, bucketAuth} {
+		for _, name := range [][]byte{bucketMeta, bucketEmails, bucketIDs, bucketInboxes, bucketContents, bucketRaw, bucketParts, bucketKeys, bucketKeyHashes, bucketOutbox, bucketOutboxNew, bucketSessions,
+			bucketAuth, bucketSMTPLog, bucketFaults} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -65,6 +65,20 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		d.records[i] = encodeEmail(&emails[i], d.ids[i], make([]byte, 8), sig)
 	}
 	db.planEvents(d, msg, locals)
+	if msg.Session != nil {
+		// spec §13.1: the session's record goes in the delivery's commit,
+		// naming the emails it stores.
+		s := *msg.Session
+		s.Emails = make([]string, len(emails))
+		for i := range emails {
+			s.Emails[i] = emails[i].ID
+		}
+		e, err := newSMTPLogEntry(&s)
+		if err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
+		}
+		d.session = &e
+	}
 	db.commits.Do(d, db.commitBatch)
 	db.writes.Observe(d.err, db.now())
 	if err := d.err; err != nil {
@@ -88,9 +102,10 @@ type delivery struct {
 	ids      []uuid.UUID
 	content  []byte
 	raw      []byte
-	to       []string    // the recipient addresses
-	events   []hookEvent // webhook events (outbox.go), one per email and covering hook
-	eventMsg []byte      // what the events share, encoded
+	to       []string      // the recipient addresses
+	events   []hookEvent   // webhook events (outbox.go), one per email and covering hook
+	eventMsg []byte        // what the events share, encoded
+	session  *smtpLogEntry // the record of the SMTP session that delivers it; nil when none
 	// auth is the message's authentication record (auth.go), or nil. A
 	// delivery without records is a PutAuth's: it writes auth for the
 	// emails of ids alone, counts those still stored in found, and is
@@ -106,10 +121,11 @@ type delivery struct {
 // put writes d in tx. It may run again in a new transaction when the one
 // it shared failed, so it only writes values computed before and sequences
 // that a rollback resets.
-func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
+func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 	if d.records == nil {
 		return d.putAuth(tx)
 	}
+	maxPerInbox := db.retention.MaxPerInbox
 	contents, raw, eb := tx.Bucket(bucketContents), tx.Bucket(bucketRaw), tx.Bucket(bucketEmails)
 	cseq, err := contents.NextSequence()
 	if err != nil {
@@ -159,6 +175,17 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 			return err
 		}
 	}
+	if d.session != nil {
+		if err := db.putSMTPSession(tx, *d.session); err != nil {
+			return err
+		}
+		// The cap holds at every commit; under it, this costs no read.
+		// A few at a time: after a cap was lowered, the sweeper deletes
+		// the many.
+		if _, err := db.trimSMTPLog(tx, db.retention.MaxSessions, trimAtDelivery); err != nil {
+			return err
+		}
+	}
 	if maxPerInbox > 0 {
 		for _, inbox := range d.inboxes {
 			if _, err := trimInbox(tx, inbox, maxPerInbox, -1); err != nil {
@@ -168,6 +195,10 @@ func (d *delivery) put(tx *bolt.Tx, maxPerInbox int) error {
 	}
 	return nil
 }
+
+// trimAtDelivery bounds the records of the session log a delivery
+// deletes to hold the cap.
+const trimAtDelivery = 8
 
 // maxBatch bounds the deliveries of one transaction (commit.Group).
 const maxBatch = 256
@@ -208,8 +239,10 @@ func (db *DB) commitBatch(batch []*delivery) {
 			tx.Bucket(bucketIDs).FillPercent = 0.9
 			tx.Bucket(bucketRaw).FillPercent = 1.0
 			tx.Bucket(bucketEmails).FillPercent = 0.75
+			// Sessions are written about in the order they started.
+			tx.Bucket(bucketSMTPLog).FillPercent = 0.9
 			for _, d := range ds {
-				if putErr = d.put(tx, db.retention.MaxPerInbox); putErr != nil {
+				if putErr = db.put(tx, d); putErr != nil {
 					return putErr
 				}
 			}

@@ -89,6 +89,13 @@ var migrations = [...]migration{
 	// backup checks would not carry or check them), refuses the file
 	// instead.
 	{"authentication records", func(*bolt.Tx) error { return nil }},
+	// 10 -> 11: the SMTP session log (smtplog.go: the smtplog bucket) and
+	// fault rules (faults.go: the faults bucket), which Open
+	// creates after the migrations. The step exists so that a burner that
+	// knows only version 10 refuses the file: it would deliver without
+	// writing the sessions' records, never hold the log to its cap, and
+	// leave the armed rules unapplied.
+	{"smtp session log and fault rules", func(*bolt.Tx) error { return nil }},
 }
 
 // addInboxNewest writes, after the count of each inbox (be64 of version

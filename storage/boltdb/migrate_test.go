@@ -765,3 +765,52 @@ func TestVersionNineFileUpgrades(t *testing.T) {
 		t.Errorf("a burner of version 9 opening it: %v, want ErrSchemaNew", err)
 	}
 }
+
+// TestVersionTenFileUpgrades: a file of version 10, without the session
+// log's and the fault rules' buckets, opens at the current version with
+// its mail as it was, and they work; a burner that knows only version 10
+// refuses it.
+func TestVersionTenFileUpgrades(t *testing.T) {
+	ctx := context.Background()
+	path := makeFile(t)
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketSMTPLog, bucketFaults} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keySchema, []byte{10})
+	})
+	bdb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a version 10 file: %v", err)
+	}
+	defer db.Close()
+	if v := fileVersion(t, db.bolt); v != schemaVersion {
+		t.Errorf("after Open the file is at version %d, want %d", v, schemaVersion)
+	}
+	if es, err := db.List(ctx, storage.Query{LocalPart: "alice"}); err != nil || len(es) != 2 {
+		t.Errorf("alice after the upgrade: %d emails, %v; want 2", len(es), err)
+	}
+	s := storetest.SMTPSession("0195f3b0-0000-7000-8000-000000000001", time.Now(), true, "alice@inbox.test")
+	if err := db.WriteSMTPSessions(ctx, []storage.SMTPSession{s}); err != nil {
+		t.Errorf("WriteSMTPSessions after the upgrade: %v", err)
+	}
+	if _, err := db.CreateFaultRule(ctx, storage.FaultRule{Inbox: "alice", Stage: storage.FaultAtRcpt, Reply: "451"}); err != nil {
+		t.Errorf("CreateFaultRule after the upgrade: %v", err)
+	}
+	if r, err := db.Check(ctx); err != nil || !r.OK() {
+		t.Errorf("Check after the upgrade = %+v, %v; want no problem", r, err)
+	}
+	if err := migrate(db.bolt, migrations[:9], slog.New(slog.DiscardHandler)); !errors.Is(err, ErrSchemaNew) {
+		t.Errorf("a burner of version 10 opening it: %v, want ErrSchemaNew", err)
+	}
+}

@@ -16,8 +16,14 @@ const sweepInboxes = 1024
 // Options.Retention.MaxPerInbox (delivery keeps that cap too; Sweep catches a
 // cap lowered since). It works in small transactions, so ingest and the API
 // never wait long for it, and stops early when ctx is done. It returns how many
-// emails it deleted.
+// emails it deleted. It keeps the SMTP session log within its age and
+// cap too, and forgets the RCPTs counted for fault rules more than a
+// minute ago.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
+	db.rcpts.forget(db.now())
+	if err := db.sweepSMTPLog(ctx); err != nil {
+		return 0, fmt.Errorf("sweep: the smtp session log: %w", err)
+	}
 	if db.retention.MaxAge <= 0 && db.retention.MaxPerInbox <= 0 {
 		return 0, nil
 	}

@@ -27,6 +27,9 @@ func (db *DB) Stats(ctx context.Context) (storage.Stats, error) {
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		st.FileBytes = tx.Size()
 		st.Keys = tx.Bucket(bucketKeys).Stats().KeyN
+		if b := tx.Bucket(bucketSMTPLog); b != nil {
+			st.SMTPSessions = int(b.Sequence()) // it counts them (smtplog.go)
+		}
 		emails := tx.Bucket(bucketEmails).Cursor()
 		return tx.Bucket(bucketInboxes).ForEach(func(k, _ []byte) error {
 			st.Inboxes++

@@ -22,7 +22,9 @@ import (
 // one), and the
 // signature its emails hold, if any, is that of its text and fields (a
 // wrong one would hide it from a search); every key
-// has a valid name, scope and hash; every webhook event has its message.
+// has a valid name, scope and hash; every webhook event has its message;
+// every record of the SMTP session log decodes and agrees with its row,
+// and every fault rule is valid.
 // PostgreSQL keeps its own pages sound; this checks what burner put in
 // them. It reads everything, raw sources included, so it takes a while on
 // a large database, but it holds no lock that delays mail. It writes
@@ -50,7 +52,7 @@ func (db *DB) Check(ctx context.Context) (storage.CheckReport, error) {
 			return nil // the checks below read this version's tables
 		}
 		for _, check := range []func(context.Context, pgx.Tx, *storage.CheckReport) error{
-			checkEmails, db.checkMessages, checkKeys, checkEvents,
+			checkEmails, db.checkMessages, checkKeys, checkEvents, checkSMTPLog, checkFaults,
 		} {
 			if err := check(ctx, tx, &r); err != nil {
 				return err

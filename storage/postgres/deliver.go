@@ -60,6 +60,20 @@ func (db *DB) Deliver(ctx context.Context, msg *storage.Message, to []string) ([
 		d.auth = record.EncodeAuth(*msg.Auth)
 	}
 	db.planEvents(d, msg, to)
+	if msg.Session != nil {
+		// spec §13.1: the session's record goes in the delivery's
+		// transaction, naming the emails it stores.
+		s := *msg.Session
+		s.Emails = make([]string, len(to))
+		for i, id := range d.ids {
+			s.Emails[i] = id.String()
+		}
+		row, err := newSMTPLogRow(&s)
+		if err != nil {
+			return nil, fmt.Errorf("deliver: %w", err)
+		}
+		d.session = &row
+	}
 	// The leader's context must not cancel the others' commit.
 	db.commits.Do(d, func(batch []*delivery) { db.commitBatch(context.WithoutCancel(ctx), batch) })
 	if err := d.err; err != nil {
@@ -126,6 +140,7 @@ type delivery struct {
 	auth     []byte      // the message's authentication record (auth.go), or nil
 	events   []hookEvent // the webhook events of the emails (outbox.go)
 	eventMsg *eventMessage
+	session  *smtpLogRow // the record of the SMTP session that delivers it; nil when none
 
 	err error // the outcome of its commit, set by commitBatch
 
@@ -324,6 +339,22 @@ func (db *DB) write(ctx context.Context, tx pgx.Tx, batch []*delivery, inboxes [
 	queued := 2
 	if queueEvents(&b, batch) {
 		queued += 2
+	}
+	var sessions smtpLogRows
+	for _, d := range batch {
+		if d.session != nil {
+			sessions.add(*d.session)
+		}
+	}
+	if len(sessions.ids) > 0 {
+		b.Queue(deliverSMTPLogSQL, sessions.args()...)
+		queued++
+		if db.retention.MaxSessions > 0 {
+			// The cap holds at every commit: under it, one probe of the
+			// index of seq.
+			b.Queue(trimSMTPLogSQL, db.retention.MaxSessions, len(sessions.ids)+trimAtDelivery)
+			queued++
+		}
 	}
 	var trimmed int
 	if db.retention.MaxPerInbox > 0 {

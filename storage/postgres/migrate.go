@@ -64,6 +64,19 @@ import (
 //	sessions: web UI sessions (spec §10, sessions.go): the SHA-256 of each
 //	          token, its key, and when it expires; a revoked key takes its
 //	          sessions with it.
+//	smtp_sessions: the SMTP session log (spec §13.1, smtplog.go): one row
+//	          per session, keyed by its start and id (the log's order), its
+//	          record as record.EncodeSMTPSession makes it, whether it is
+//	          ended, the inboxes its RCPTs named (a GIN index, for a
+//	          listing by inbox; its fast update, the default, makes a
+//	          delivery's share of it an append to a pending list), and
+//	          seq, the order rows were made in, which holds the cap: the
+//	          rows of the last max_sessions seqs are at most max_sessions.
+//	fault_rules: fault rules (spec §13.2, faults.go), seq their creation
+//	          order; used counts their uses, taken one at a time with an
+//	          UPDATE that no two nodes can both win past times.
+//	fault_rcpts: when each RCPT that a rule with per_minute counts came,
+//	          for a minute.
 //
 // migrations[i] brings a database from version i to i+1.
 var migrations = []string{
@@ -152,6 +165,37 @@ var migrations = []string{
 	`ALTER TABLE keys ADD COLUMN metrics boolean NOT NULL DEFAULT false;
 	ALTER TABLE keys ADD CONSTRAINT keys_metrics_alone CHECK (NOT metrics OR (read_only AND cardinality(inboxes) = 0));`,
 	`ALTER TABLE bodies ADD COLUMN auth bytea;`,
+	// The SMTP session log and fault rules (smtplog.go, faults.go).
+	`CREATE TABLE smtp_sessions (
+		started_at bigint NOT NULL,
+		id uuid NOT NULL,
+		seq bigint GENERATED ALWAYS AS IDENTITY,
+		ended boolean NOT NULL,
+		inboxes text[] NOT NULL,
+		record bytea NOT NULL,
+		PRIMARY KEY (started_at, id)
+	);
+	CREATE INDEX smtp_sessions_seq ON smtp_sessions (seq);
+	CREATE INDEX smtp_sessions_inboxes ON smtp_sessions USING gin (inboxes);
+	CREATE TABLE fault_rules (
+		seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		id uuid NOT NULL UNIQUE,
+		inbox text NOT NULL,
+		stage text NOT NULL,
+		reply text NOT NULL,
+		times integer NOT NULL,
+		used integer NOT NULL DEFAULT 0,
+		delay bigint NOT NULL,
+		disconnect boolean NOT NULL,
+		per_minute integer NOT NULL,
+		created_at bigint NOT NULL,
+		config boolean NOT NULL
+	);
+	CREATE TABLE fault_rcpts (
+		inbox text NOT NULL,
+		at bigint NOT NULL
+	);
+	CREATE INDEX fault_rcpts_inbox ON fault_rcpts (inbox, at);`,
 }
 
 // schemaVersion is the version this burner writes and reads.

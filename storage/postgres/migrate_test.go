@@ -7,9 +7,11 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"burner/storage"
 	"burner/storage/postgres"
+	"burner/storage/storetest"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -182,7 +184,7 @@ func TestMigrateSignatures(t *testing.T) {
 	db.Close()
 	conn := connect(t, dbURL)
 	if _, err := conn.Exec(ctx, `ALTER TABLE emails DROP COLUMN sig; ALTER TABLE keys DROP COLUMN metrics; ALTER TABLE bodies DROP COLUMN auth;
-		UPDATE burner_schema SET version = 3`); err != nil {
+		`+dropSMTPLog+`; UPDATE burner_schema SET version = 3`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -233,7 +235,7 @@ func TestMigrateMetricsKeys(t *testing.T) {
 	}
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; ALTER TABLE bodies DROP COLUMN auth; UPDATE burner_schema SET version = 4`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE keys DROP COLUMN metrics; ALTER TABLE bodies DROP COLUMN auth; `+dropSMTPLog+`; UPDATE burner_schema SET version = 4`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -271,7 +273,7 @@ func TestMigrateAuth(t *testing.T) {
 	}
 	db.Close()
 	conn := connect(t, dbURL)
-	if _, err := conn.Exec(ctx, `ALTER TABLE bodies DROP COLUMN auth; UPDATE burner_schema SET version = 5`); err != nil {
+	if _, err := conn.Exec(ctx, `ALTER TABLE bodies DROP COLUMN auth; `+dropSMTPLog+`; UPDATE burner_schema SET version = 5`); err != nil {
 		t.Fatal(err)
 	}
 	db = openDB(t, dbURL, postgres.Options{})
@@ -288,5 +290,41 @@ func TestMigrateAuth(t *testing.T) {
 	}
 	if err := db.PutAuth(ctx, []string{old[0].ID}, storage.AuthResult{Status: storage.AuthDone}); err != nil {
 		t.Errorf("PutAuth of an email from before the migration: %v", err)
+	}
+}
+
+// dropSMTPLog undoes the step to version 7: the session log's and the
+// fault rules' tables.
+const dropSMTPLog = `DROP TABLE smtp_sessions, fault_rules, fault_rcpts`
+
+// TestMigrateSMTPLog: a database of version 6 is brought to this version
+// with its mail as it was, and the session log and fault rules work.
+func TestMigrateSMTPLog(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testDatabase(t)
+	db := openDB(t, dbURL, postgres.Options{})
+	m := storage.Message{Subject: ptr("before"), Raw: []byte("x")}
+	if _, err := db.Deliver(ctx, &m, []string{"m@x.org"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	conn := connect(t, dbURL)
+	if _, err := conn.Exec(ctx, dropSMTPLog+`; UPDATE burner_schema SET version = 6`); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, dbURL, postgres.Options{})
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 7 {
+		t.Errorf("after the migration: version %d, %v; want 7", version, err)
+	}
+	if es, err := db.List(ctx, storage.Query{LocalPart: "m"}); err != nil || len(es) != 1 {
+		t.Errorf("List(m) after the migration = %d emails, %v; want the one from before", len(es), err)
+	}
+	s := storetest.SMTPSession("0195f3b0-0000-7000-8000-000000000001", time.Now(), true, "m@inbox.test")
+	if err := db.WriteSMTPSessions(ctx, []storage.SMTPSession{s}); err != nil {
+		t.Errorf("WriteSMTPSessions after the migration: %v", err)
+	}
+	if _, err := db.CreateFaultRule(ctx, storage.FaultRule{Inbox: "m", Stage: storage.FaultAtRcpt, Reply: "451"}); err != nil {
+		t.Errorf("CreateFaultRule after the migration: %v", err)
 	}
 }

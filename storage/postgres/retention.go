@@ -12,8 +12,9 @@ import (
 // Options.Retention.MaxPerInbox, in small transactions, and returns how many it
 // deleted. One node sweeps at a time (an advisory lock): on the others Sweep
 // returns 0 at once. It also deletes the messages that two concurrent deletions
-// left without an email, and the lock rows of empty inboxes. It stops early
-// when ctx is done.
+// left without an email, and the lock rows of empty inboxes, keeps the
+// SMTP session log within its age and cap, and forgets the RCPTs counted
+// for fault rules more than a minute ago. It stops early when ctx is done.
 func (db *DB) Sweep(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -41,6 +42,9 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 	defer func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(lockSweep))
 	}()
+	if err := db.sweepSMTPLog(ctx); err != nil {
+		return 0, fmt.Errorf("the smtp session log: %w", err)
+	}
 	total := 0
 	if db.retention.MaxAge > 0 {
 		cutoff := record.CeilMilli(db.now().Add(-db.retention.MaxAge)) // received_at < cutoff, to the nanosecond

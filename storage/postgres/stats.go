@@ -27,7 +27,8 @@ func (db *DB) Stats(ctx context.Context) (storage.Stats, error) {
 		(SELECT count(DISTINCT inbox) FROM emails),
 		(SELECT count(*) FROM keys),
 		pg_database_size(current_database()),
-		(SELECT min(received_at) FROM emails)`).Scan(&st.Emails, &st.Inboxes, &st.Keys, &st.FileBytes, &oldest)
+		(SELECT min(received_at) FROM emails),
+		(SELECT count(*) FROM smtp_sessions)`).Scan(&st.Emails, &st.Inboxes, &st.Keys, &st.FileBytes, &oldest, &st.SMTPSessions)
 	if err != nil {
 		return storage.Stats{}, fmt.Errorf("stats: %w", db.fail(err))
 	}

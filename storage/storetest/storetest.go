@@ -75,6 +75,14 @@ func Run(t *testing.T, open Opener) {
 		{"CopyKeepsLaterUse", testCopyKeepsLaterUse},
 		{"Sessions", testSessions}, // sessions.go
 		{"CopyLeavesSessions", testCopyLeavesSessions},
+		{"SMTPLog", testSMTPLog}, // smtplog.go
+		{"SMTPLogDelivery", testSMTPLogDelivery},
+		{"SMTPLogRetention", testSMTPLogRetention},
+		{"FaultRules", testFaultRules}, // faults.go
+		{"FaultRuleTimes", testFaultRuleTimes},
+		{"FaultRulePerMinute", testFaultRulePerMinute},
+		{"ArmFaultRules", testArmFaultRules},
+		{"CopyLeavesSMTPLog", testCopyLeavesSMTPLog},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
 	}

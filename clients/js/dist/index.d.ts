@@ -16,6 +16,29 @@ export type Info = components["schemas"]["Info"];
  * `dmarc` and `authenticationResults` are null until `status` is "done".
  */
 export type Auth = components["schemas"]["Auth"];
+/**
+ * One SMTP session of burner's session log (docs/api.md, "The session
+ * log"): who spoke, what each recipient and the data were answered, the
+ * emails stored and the transcript.
+ */
+export type Session = components["schemas"]["Session"];
+/** An armed fault rule (docs/api.md, "Fault rules"). */
+export type FaultRule = components["schemas"]["FaultRule"];
+/**
+ * A fault rule to arm: `inbox` (a pattern as for keys) and `stage`
+ * ("rcpt" or "data"), a `reply` ("451 4.3.0 Try again later") unless
+ * `disconnect`, and optionally `times`, `delay` (a Go duration such as
+ * "1.5s", or seconds as a number) and `perMinute`.
+ */
+export type FaultRuleInput = Omit<components["schemas"]["FaultRuleInput"], "delay"> & {
+    delay?: string | number;
+};
+export interface SessionsOptions {
+    /** At most this many sessions, from 1 to 100; 20 when not given. */
+    limit?: number;
+    /** Only sessions started strictly after this time. */
+    since?: Time;
+}
 /** How to reach a burner server. */
 export interface BurnerOptions {
     /** The server's base URL, such as `http://127.0.0.1:8080` (a trailing `/api/v1` is accepted). */
@@ -104,10 +127,27 @@ export declare function scopedAddress(info: Info, options?: {
     domain?: string;
     prefix?: string;
 }): string;
+/**
+ * Fault rules (spec §13.2), which make burner's SMTP fail on purpose so
+ * that a test can try its application's failure paths. The server needs
+ * `faults.enabled = true`; else every call throws `BurnerError` 404.
+ */
+export declare class Faults {
+    #private;
+    constructor(burner: Burner);
+    /** Arms a rule, for inboxes inside the key's scope, and returns it with its id. */
+    arm(rule: FaultRuleInput): Promise<FaultRule>;
+    /** The rules inside the key's scope, spent ones too, in creation order. */
+    list(): Promise<FaultRule[]>;
+    /** Disarms a rule (its id, or the rule). A rule gone already throws BurnerError 404. */
+    disarm(rule: string | FaultRule): Promise<void>;
+}
 /** A client of one burner server. */
 export declare class Burner {
     #private;
     readonly url: string;
+    /** Fault rules: `faults.arm({...})`, `faults.list()`, `faults.disarm(id)`. */
+    readonly faults: Faults;
     constructor(options: BurnerOptions);
     /** A fresh address at `domain`; see the function `newAddress`. */
     newAddress(domain: string, prefix?: string): string;
@@ -163,6 +203,19 @@ export declare class Burner {
     deleteEmail(id: string): Promise<void>;
     /** Deletes every email of an inbox. */
     clearInbox(to: Inbox): Promise<void>;
+    /**
+     * The SMTP sessions whose RCPTs named an inbox, accepted or refused,
+     * newest first: what burner answered the application, and why a mail
+     * did not arrive. Without an inbox, every session (for a key that reads
+     * every inbox).
+     */
+    sessions(inbox?: Inbox, options?: SessionsOptions): Promise<Session[]>;
+    /**
+     * Sends one request to the API (`path` under /api/v1) with a JSON body
+     * when given, and returns the JSON answer (undefined for 204). For the
+     * routes this class has no method for yet.
+     */
+    request<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
     /**
      * The emails that arrive in an inbox from now on, as they arrive (the
      * API's Server-Sent Events). When the connection drops, it reconnects

@@ -91,9 +91,38 @@ function filterQuery(to, f) {
         q.since = seconds(f.since);
     return q;
 }
+/**
+ * Fault rules (spec §13.2), which make burner's SMTP fail on purpose so
+ * that a test can try its application's failure paths. The server needs
+ * `faults.enabled = true`; else every call throws `BurnerError` 404.
+ */
+export class Faults {
+    #burner;
+    constructor(burner) {
+        this.#burner = burner;
+    }
+    /** Arms a rule, for inboxes inside the key's scope, and returns it with its id. */
+    async arm(rule) {
+        const body = { ...rule };
+        if (typeof rule.delay === "number")
+            body.delay = `${rule.delay}s`;
+        return this.#burner.request("POST", "/faults", body);
+    }
+    /** The rules inside the key's scope, spent ones too, in creation order. */
+    async list() {
+        return this.#burner.request("GET", "/faults");
+    }
+    /** Disarms a rule (its id, or the rule). A rule gone already throws BurnerError 404. */
+    async disarm(rule) {
+        const id = typeof rule === "string" ? rule : rule.id;
+        await this.#burner.request("DELETE", `/faults/${encodeURIComponent(id)}`);
+    }
+}
 /** A client of one burner server. */
 export class Burner {
     url;
+    /** Fault rules: `faults.arm({...})`, `faults.list()`, `faults.disarm(id)`. */
+    faults;
     #key;
     #timeout;
     #maxWait;
@@ -115,6 +144,7 @@ export class Burner {
             throw new TypeError(`burner: maxWait is an integer from 1 to 60, not ${mw}`);
         }
         this.#maxWait = mw;
+        this.faults = new Faults(this);
     }
     /** A fresh address at `domain`; see the function `newAddress`. */
     newAddress(domain, prefix) {
@@ -237,6 +267,33 @@ export class Burner {
         await this.#request("DELETE", "/inbox", { to: localPart(to) });
     }
     /**
+     * The SMTP sessions whose RCPTs named an inbox, accepted or refused,
+     * newest first: what burner answered the application, and why a mail
+     * did not arrive. Without an inbox, every session (for a key that reads
+     * every inbox).
+     */
+    async sessions(inbox, options = {}) {
+        const q = {};
+        if (inbox !== undefined)
+            q.to = localPart(inbox);
+        if (options.limit !== undefined)
+            q.limit = options.limit;
+        if (options.since !== undefined)
+            q.since = seconds(options.since);
+        return this.#json("/sessions", q);
+    }
+    /**
+     * Sends one request to the API (`path` under /api/v1) with a JSON body
+     * when given, and returns the JSON answer (undefined for 204). For the
+     * routes this class has no method for yet.
+     */
+    async request(method, path, body) {
+        const res = await this.#request(method, path, undefined, { body });
+        if (res.body.length === 0)
+            return undefined;
+        return JSON.parse(new TextDecoder().decode(res.body));
+    }
+    /**
      * The emails that arrive in an inbox from now on, as they arrive (the
      * API's Server-Sent Events). When the connection drops, it reconnects
      * after the delay the server asked for, with `Last-Event-ID`, so that
@@ -328,11 +385,13 @@ export class Burner {
             onAbort();
         outer?.addEventListener("abort", onAbort, { once: true });
         try {
-            const res = await fetch(url, {
-                method,
-                headers: { Authorization: `Bearer ${this.#key}` },
-                signal: ctl.signal,
-            });
+            const headers = { Authorization: `Bearer ${this.#key}` };
+            let body;
+            if (opts.body !== undefined) {
+                headers["Content-Type"] = "application/json";
+                body = JSON.stringify(opts.body);
+            }
+            const res = await fetch(url, { method, headers, body, signal: ctl.signal });
             if (!res.ok)
                 throw await errorOf(res);
             return { headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };

@@ -297,6 +297,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The SMTP session log
+         * @description Every SMTP session that reached a RCPT command, accepted or not, newest first (startedAt descending): who spoke, what each recipient was answered, what became of the data, the emails stored and a transcript of commands and replies (never message data, never an AUTH secret). A session is listed from its first RCPT, with `endedAt` and `outcome` null while it is open. Kept for `retention.sessions_max_age` and at most `retention.max_sessions` records.
+         *
+         *     Without `to`, every session, also those whose recipients named no inbox, for a key that reads every inbox (a read-only key without patterns may); any other key gets 403. With `to`, the sessions whose RCPTs named that inbox; a scoped key sees only its inboxes' recipients (the others are left out of `recipients` and `emails`, and their RCPT lines in the transcript read `RCPT TO:<hidden>`). Parameters are checked in this order: `to`, `limit`, `since`.
+         */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/faults": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The fault rules
+         * @description The fault rules whose inbox pattern is inside the key's scope, spent ones too, in creation order. Only when `faults.enabled` is true; else 404, as for a path burner does not serve.
+         */
+        get: operations["listFaults"];
+        put?: never;
+        /**
+         * Arm a fault rule
+         * @description Makes SMTP fail on purpose for the inboxes of `inbox` (spec §13.2): at `rcpt`, the RCPT naming a matching inbox gets `reply` instead of 250; at `data`, after the final dot of a message with a matching recipient, `reply` instead of the 250, and nothing is stored and no webhook is sent. The first rule in creation order that applies answers, on every node. Each use is in the session log and in `burner_faults_injected_total`.
+         *
+         *     Checked in this order: the body (400, naming the field), the key's mode (403 for a read-only key), the key's scope (403 for a pattern outside it). Only when `faults.enabled` is true; else 404.
+         */
+        post: operations["createFault"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/faults/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Disarm a fault rule
+         * @description Deletes the rule at once, on every node. A read-only key gets 403 whatever the id. Only when `faults.enabled` is true; else 404 "Not found.".
+         */
+        delete: operations["deleteFault"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -560,6 +628,200 @@ export interface components {
                 webhooks: boolean;
             };
         };
+        /**
+         * @description One SMTP session of the session log (spec §13.1): one mail transaction, from the first exchange after the previous one ended (the connection's start for the first, so that its transcript holds EHLO and STARTTLS) to the reply to its data, a RSET, QUIT or the connection's end. The final 250 of a message names the session's id.
+         * @example {
+         *       "id": "0195f3b0-9c1e-7a2b-8c3d-4e5f60718293",
+         *       "startedAt": "2025-03-14T15:09:26.535Z",
+         *       "endedAt": "2025-03-14T15:09:26.577Z",
+         *       "node": "mx1",
+         *       "client": {
+         *         "ip": "127.0.0.1",
+         *         "helo": "app.example"
+         *       },
+         *       "tls": null,
+         *       "mailFrom": "app@example.com",
+         *       "recipients": [
+         *         {
+         *           "address": "alice@inbox.test",
+         *           "inbox": "alice",
+         *           "reply": "250 2.1.5 OK"
+         *         },
+         *         {
+         *           "address": "x@elsewhere.test",
+         *           "inbox": null,
+         *           "reply": "550 5.1.1 Relay access denied: not an inbox domain here"
+         *         }
+         *       ],
+         *       "data": {
+         *         "reply": "250 2.0.0 OK 0195f3b0-9c1e-7a2b-8c3d-4e5f60718293",
+         *         "bytes": 4096
+         *       },
+         *       "emails": [
+         *         "0195f3b0-9c1f-7a2b-8c3d-4e5f60718294"
+         *       ],
+         *       "outcome": "delivered",
+         *       "transcript": [
+         *         {
+         *           "c": "EHLO app.example",
+         *           "s": "250-mx.example\n250 PIPELINING"
+         *         },
+         *         {
+         *           "c": "MAIL FROM:<app@example.com>",
+         *           "s": "250 2.1.0 OK"
+         *         },
+         *         {
+         *           "c": "RCPT TO:<alice@inbox.test>",
+         *           "s": "250 2.1.5 OK"
+         *         },
+         *         {
+         *           "c": "RCPT TO:<x@elsewhere.test>",
+         *           "s": "550 5.1.1 Relay access denied: not an inbox domain here"
+         *         },
+         *         {
+         *           "c": "DATA",
+         *           "s": "354 End data with <CR><LF>.<CR><LF>"
+         *         },
+         *         {
+         *           "c": ".",
+         *           "s": "250 2.0.0 OK 0195f3b0-9c1e-7a2b-8c3d-4e5f60718293"
+         *         }
+         *       ]
+         *     }
+         */
+        Session: {
+            /** @description A UUID of version 7: the id the final `250 2.0.0 OK <id>` and the Received field name. */
+            id: string;
+            /** @description When its first exchange was answered, as receivedAt is written. */
+            startedAt: string;
+            /** @description When it ended; null while it is open. */
+            endedAt: string | null;
+            /** @description The node that took the connection (spec §10). */
+            node: string;
+            client: {
+                /** @description The client's address. */
+                ip: string;
+                /** @description The name it gave in EHLO or HELO. */
+                helo: string;
+            };
+            /** @description The TLS under the session; null without TLS. */
+            tls: {
+                /** @example TLS 1.3 */
+                version: string;
+                /** @example TLS_AES_128_GCM_SHA256 */
+                cipher: string;
+            } | null;
+            /** @description The reverse path of MAIL FROM, without brackets; "" for the null sender or no MAIL. */
+            mailFrom: string;
+            /** @description Each RCPT command, in order, refused ones and repeats too. */
+            recipients: {
+                /** @description As the client gave it, without brackets. */
+                address: string;
+                /** @description The inbox it names; null outside the inbox domains or for an address the API could not list. */
+                inbox: string | null;
+                /** @description burner's reply, as sent; null when a fault rule closed the connection instead. */
+                reply: string | null;
+                /** @description The id of the fault rule that answered; absent when burner did. */
+                fault?: string;
+            }[];
+            /** @description What became of the message data; null when DATA (or BDAT) was never reached. */
+            data: {
+                /** @description The reply to the data; null when the session ended without one (a fault rule's disconnect: the sender cannot know whether the mail was taken). */
+                reply: string | null;
+                /**
+                 * Format: int64
+                 * @description Octets of message data received.
+                 */
+                bytes: number;
+                /** @description The id of the fault rule that answered; absent when burner did. */
+                fault?: string;
+            } | null;
+            /** @description The ids of the emails the session stored, in the order of its accepted recipients. */
+            emails: string[];
+            /**
+             * @description delivered: it stored an email; else faulted: a fault rule answered a command; else rejected: burner refused a recipient or the data; else aborted: the client left, reset or timed out. Null while the session is open.
+             * @enum {string|null}
+             */
+            outcome: "delivered" | "faulted" | "rejected" | "aborted" | null;
+            /** @description Commands and replies, at most 200 (then the last says how many were left out), each side at most 512 characters: never message data; an AUTH line shows the mechanism only, and what follows a 334 is `<hidden>`. */
+            transcript: {
+                /** @description The command line; "." is the end of a message's data; "" for a reply to no command (an idle timeout). */
+                c: string;
+                /** @description The reply, its lines joined by \n; "" when none came. */
+                s: string;
+            }[];
+        };
+        /** @description A fault rule to arm (spec §13.2). A field of another name is refused. */
+        FaultRuleInput: {
+            /** @description An inbox pattern as for keys: `alice`, `ci-*`, `*`; inside the key's scope. */
+            inbox: string;
+            /** @enum {string} */
+            stage: "rcpt" | "data";
+            /** @description A 4xx or 5xx code, an optional enhanced status code of the same class and a text, printable ASCII: `451 4.3.0 Try again later`. Required unless `disconnect`. */
+            reply?: string;
+            /**
+             * Format: int32
+             * @description Spent after this many uses, counted exactly across nodes; 0: until deleted.
+             * @default 0
+             */
+            times: number;
+            /**
+             * @description A Go duration from "0s" to "60s", waited before the reply; the session's own timeouts still hold.
+             * @default 0s
+             * @example 1.5s
+             */
+            delay: string;
+            /**
+             * @description After the delay, close the connection without a reply (at `data`, after the final dot: the client cannot know whether the mail was taken).
+             * @default false
+             */
+            disconnect: boolean;
+            /**
+             * Format: int32
+             * @description Apply only to messages beyond this many for the inbox within the last minute, counting each RCPT that named it and was not refused: a receiver's rate limit. 0: every message.
+             * @default 0
+             */
+            perMinute: number;
+        };
+        /**
+         * @description An armed fault rule.
+         * @example {
+         *       "id": "0195f3b0-9c1e-7a2b-8c3d-4e5f60718293",
+         *       "inbox": "fail-*",
+         *       "stage": "rcpt",
+         *       "reply": "451 4.3.0 Try again later",
+         *       "times": 3,
+         *       "used": 0,
+         *       "delay": "0s",
+         *       "disconnect": false,
+         *       "perMinute": 0,
+         *       "createdAt": "2025-03-14T15:09:26.535Z"
+         *     }
+         */
+        FaultRule: {
+            /** @description A UUID: version 7 for a rule armed through the API, version 8 for one armed from the configuration ([[faults.rules]]). */
+            id: string;
+            /** @description The pattern, lower-cased. */
+            inbox: string;
+            /** @enum {string} */
+            stage: "rcpt" | "data";
+            /** @description "" for a disconnect without a reply. */
+            reply: string;
+            /** Format: int32 */
+            times: number;
+            /**
+             * Format: int32
+             * @description Uses so far; a spent rule (used equal to a times that is not 0) stays listed and no longer applies.
+             */
+            used: number;
+            /** @description A Go duration: "0s", "1.5s", "1m0s". */
+            delay: string;
+            disconnect: boolean;
+            /** Format: int32 */
+            perMinute: number;
+            /** @description When it was armed, as receivedAt is written. */
+            createdAt: string;
+        };
     };
     responses: {
         /** @description No valid API key: the Authorization header is missing, given twice, of another scheme, or its key is unknown or revoked. */
@@ -677,6 +939,25 @@ export interface components {
         /** @description burner failed; the cause is in its log, never in the answer. */
         InternalError: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Fault injection is off (`faults.enabled = false`): the path is not served. */
+        FaultsOff: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The path answers GET, HEAD and POST only. */
+        NotAllowedFaults: {
+            headers: {
+                Allow: "GET, HEAD, POST";
                 [name: string]: unknown;
             };
             content: {
@@ -1163,6 +1444,180 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["MetricsOnly"];
             405: components["responses"]["NotAllowedGet"];
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description An inbox, as for a list of emails: the sessions whose RCPTs named it. Absent: every session. */
+                to?: components["schemas"]["LocalPart"];
+                /** @description At most this many sessions, 1 to 100; 20 when absent. */
+                limit?: number;
+                /** @description Only sessions started strictly after this Unix time in seconds (a fraction is allowed). */
+                since?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sessions, newest first; `[]` when none. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"][];
+                };
+            };
+            /** @description A parameter is malformed or out of range; the message names it. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description No `to`, and the key does not read every inbox; or `to` is outside the key's patterns. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["NotAllowedGet"];
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FaultRule"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["FaultsOff"];
+            405: components["responses"]["NotAllowedFaults"];
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createFault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FaultRuleInput"];
+            };
+        };
+        responses: {
+            /** @description The rule, armed. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FaultRule"];
+                };
+            };
+            /** @description The body is not a JSON object, or a field is unknown, missing, of the wrong type or out of range; the message names it, as `'times' must be a whole number from 0.` does. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The key is read-only, or (checked second) `inbox` takes inboxes outside its patterns. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["FaultsOff"];
+            405: components["responses"]["NotAllowedFaults"];
+            /** @description The store holds 1000 rules already: delete some first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 16 KiB. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            414: components["responses"]["QueryTooLong"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteFault: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rule's id. Any value that is no rule's, or a rule outside the key's scope, is 404 "Fault not found". */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule is deleted. No body. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ReadOnly"];
+            /** @description No such rule in the key's scope; or fault injection is off. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            405: components["responses"]["NotAllowedDelete"];
             414: components["responses"]["QueryTooLong"];
             500: components["responses"]["InternalError"];
         };

@@ -1,6 +1,6 @@
 import { expect } from "@playwright/test";
 import { Burner } from "./index.js";
-import type { Email, Filters, Info, ListOptions } from "./index.js";
+import type { Email, FaultRule, FaultRuleInput, Filters, Info, ListOptions, Session, SessionsOptions } from "./index.js";
 export { expect };
 export * from "./index.js";
 /** Where the fixtures find burner; each field defaults to its environment variable. */
@@ -38,6 +38,18 @@ export interface TestInbox {
     links(id: string): Promise<string[]>;
     /** Deletes every email of the inbox (refused for a read-only key). */
     clear(): Promise<void>;
+    /** See Burner.sessions: the SMTP sessions that named this inbox, newest first. */
+    sessions(options?: SessionsOptions): Promise<Session[]>;
+}
+/** Fault rules armed for one test, disarmed after it. */
+export interface TestFaults {
+    /**
+     * Arms a rule (see Burner.faults.arm) for the test's inbox, unless
+     * `inbox` names another pattern; it is disarmed when the test ends.
+     */
+    arm(rule: Omit<FaultRuleInput, "inbox"> & {
+        inbox?: string;
+    }): Promise<FaultRule>;
 }
 export interface BurnerFixtures {
     /** A client of the server. */
@@ -47,6 +59,8 @@ export interface BurnerFixtures {
      * test, unless the key is read-only.
      */
     inbox: TestInbox;
+    /** Fault rules for this test's inbox, disarmed after the test (the server needs faults.enabled). */
+    faults: TestFaults;
 }
 export interface BurnerWorkerOptions {
     burnerConfig: BurnerConfig;

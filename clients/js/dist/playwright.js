@@ -7,6 +7,15 @@
 //     expect(await inbox.codes(mail.id)).not.toEqual([]);
 //   });
 //
+// And fault rules for one test, disarmed after it (spec §13.2: the server
+// needs faults.enabled = true):
+//
+//   test("retries a 451", async ({ page, inbox, faults }) => {
+//     await faults.arm({ stage: "rcpt", reply: "451 4.3.0 Try again later", times: 3 });
+//     ... the application sends to inbox.address ...
+//     expect((await inbox.sessions()).map((s) => s.outcome)).toEqual(["delivered", "faulted", "faulted", "faulted"]);
+//   });
+//
 // The server comes from BURNER_URL and BURNER_KEY, the inbox domain from
 // BURNER_DOMAIN (else the server's), the start of each inbox from
 // BURNER_PREFIX, or all from the option `burnerConfig`
@@ -76,10 +85,31 @@ export const test = base.extend({
             codes: (id, o) => burner.codes(id, o),
             links: (id) => burner.links(id),
             clear: () => burner.clearInbox(to),
+            sessions: (o) => burner.sessions(to, o),
         });
         // A read-only key may not delete: its mail stays until retention.
         if (!burnerInfo.key.readOnly)
             await burner.clearInbox(to);
+    },
+    faults: async ({ burner, inbox }, use) => {
+        const armed = [];
+        await use({
+            arm: async (rule) => {
+                const r = await burner.faults.arm({ ...rule, inbox: rule.inbox ?? inbox.to });
+                armed.push(r.id);
+                return r;
+            },
+        });
+        for (const id of armed) {
+            try {
+                await burner.faults.disarm(id);
+            }
+            catch (err) {
+                // Deleted by the test itself: nothing left to do.
+                if (!(err instanceof BurnerError) || err.status !== 404)
+                    throw err;
+            }
+        }
     },
 });
 //# sourceMappingURL=playwright.js.map

@@ -27,6 +27,33 @@ export type Info = components["schemas"]["Info"];
  */
 export type Auth = components["schemas"]["Auth"];
 
+/**
+ * One SMTP session of burner's session log (docs/api.md, "The session
+ * log"): who spoke, what each recipient and the data were answered, the
+ * emails stored and the transcript.
+ */
+export type Session = components["schemas"]["Session"];
+
+/** An armed fault rule (docs/api.md, "Fault rules"). */
+export type FaultRule = components["schemas"]["FaultRule"];
+
+/**
+ * A fault rule to arm: `inbox` (a pattern as for keys) and `stage`
+ * ("rcpt" or "data"), a `reply` ("451 4.3.0 Try again later") unless
+ * `disconnect`, and optionally `times`, `delay` (a Go duration such as
+ * "1.5s", or seconds as a number) and `perMinute`.
+ */
+export type FaultRuleInput = Omit<components["schemas"]["FaultRuleInput"], "delay"> & {
+  delay?: string | number;
+};
+
+export interface SessionsOptions {
+  /** At most this many sessions, from 1 to 100; 20 when not given. */
+  limit?: number;
+  /** Only sessions started strictly after this time. */
+  since?: Time;
+}
+
 type ListQuery = operations["listEmails"]["parameters"]["query"];
 
 /** How to reach a burner server. */
@@ -192,9 +219,41 @@ function filterQuery(to: Inbox, f: Filters): ListQuery {
 
 type QueryValues = Record<string, string | number | undefined>;
 
+/**
+ * Fault rules (spec §13.2), which make burner's SMTP fail on purpose so
+ * that a test can try its application's failure paths. The server needs
+ * `faults.enabled = true`; else every call throws `BurnerError` 404.
+ */
+export class Faults {
+  readonly #burner: Burner;
+  constructor(burner: Burner) {
+    this.#burner = burner;
+  }
+
+  /** Arms a rule, for inboxes inside the key's scope, and returns it with its id. */
+  async arm(rule: FaultRuleInput): Promise<FaultRule> {
+    const body: Record<string, unknown> = { ...rule };
+    if (typeof rule.delay === "number") body.delay = `${rule.delay}s`;
+    return this.#burner.request<FaultRule>("POST", "/faults", body);
+  }
+
+  /** The rules inside the key's scope, spent ones too, in creation order. */
+  async list(): Promise<FaultRule[]> {
+    return this.#burner.request<FaultRule[]>("GET", "/faults");
+  }
+
+  /** Disarms a rule (its id, or the rule). A rule gone already throws BurnerError 404. */
+  async disarm(rule: string | FaultRule): Promise<void> {
+    const id = typeof rule === "string" ? rule : rule.id;
+    await this.#burner.request("DELETE", `/faults/${encodeURIComponent(id)}`);
+  }
+}
+
 /** A client of one burner server. */
 export class Burner {
   readonly url: string;
+  /** Fault rules: `faults.arm({...})`, `faults.list()`, `faults.disarm(id)`. */
+  readonly faults: Faults;
   readonly #key: string;
   readonly #timeout: number;
   readonly #maxWait: number;
@@ -215,6 +274,7 @@ export class Burner {
       throw new TypeError(`burner: maxWait is an integer from 1 to 60, not ${mw}`);
     }
     this.#maxWait = mw;
+    this.faults = new Faults(this);
   }
 
   /** A fresh address at `domain`; see the function `newAddress`. */
@@ -349,6 +409,31 @@ export class Burner {
   }
 
   /**
+   * The SMTP sessions whose RCPTs named an inbox, accepted or refused,
+   * newest first: what burner answered the application, and why a mail
+   * did not arrive. Without an inbox, every session (for a key that reads
+   * every inbox).
+   */
+  async sessions(inbox?: Inbox, options: SessionsOptions = {}): Promise<Session[]> {
+    const q: QueryValues = {};
+    if (inbox !== undefined) q.to = localPart(inbox);
+    if (options.limit !== undefined) q.limit = options.limit;
+    if (options.since !== undefined) q.since = seconds(options.since);
+    return this.#json<Session[]>("/sessions", q);
+  }
+
+  /**
+   * Sends one request to the API (`path` under /api/v1) with a JSON body
+   * when given, and returns the JSON answer (undefined for 204). For the
+   * routes this class has no method for yet.
+   */
+  async request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.#request(method, path, undefined, { body });
+    if (res.body.length === 0) return undefined as T;
+    return JSON.parse(new TextDecoder().decode(res.body)) as T;
+  }
+
+  /**
    * The emails that arrive in an inbox from now on, as they arrive (the
    * API's Server-Sent Events). When the connection drops, it reconnects
    * after the delay the server asked for, with `Last-Event-ID`, so that
@@ -426,7 +511,7 @@ export class Burner {
     method: string,
     path: string,
     query?: QueryValues,
-    opts: { timeout?: number; signal?: AbortSignal } = {},
+    opts: { timeout?: number; signal?: AbortSignal; body?: unknown } = {},
   ): Promise<{ headers: Headers; body: Uint8Array }> {
     let url = `${this.url}/api/v1${path}`;
     if (query) url += `?${encode(query)}`;
@@ -441,11 +526,13 @@ export class Burner {
     if (outer?.aborted) onAbort();
     outer?.addEventListener("abort", onAbort, { once: true });
     try {
-      const res = await fetch(url, {
-        method,
-        headers: { Authorization: `Bearer ${this.#key}` },
-        signal: ctl.signal,
-      });
+      const headers: Record<string, string> = { Authorization: `Bearer ${this.#key}` };
+      let body: string | undefined;
+      if (opts.body !== undefined) {
+        headers["Content-Type"] = "application/json";
+        body = JSON.stringify(opts.body);
+      }
+      const res = await fetch(url, { method, headers, body, signal: ctl.signal });
       if (!res.ok) throw await errorOf(res);
       return { headers: res.headers, body: new Uint8Array(await res.arrayBuffer()) };
     } catch (err) {

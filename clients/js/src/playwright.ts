@@ -7,6 +7,15 @@
 //     expect(await inbox.codes(mail.id)).not.toEqual([]);
 //   });
 //
+// And fault rules for one test, disarmed after it (spec §13.2: the server
+// needs faults.enabled = true):
+//
+//   test("retries a 451", async ({ page, inbox, faults }) => {
+//     await faults.arm({ stage: "rcpt", reply: "451 4.3.0 Try again later", times: 3 });
+//     ... the application sends to inbox.address ...
+//     expect((await inbox.sessions()).map((s) => s.outcome)).toEqual(["delivered", "faulted", "faulted", "faulted"]);
+//   });
+//
 // The server comes from BURNER_URL and BURNER_KEY, the inbox domain from
 // BURNER_DOMAIN (else the server's), the start of each inbox from
 // BURNER_PREFIX, or all from the option `burnerConfig`
@@ -16,7 +25,7 @@
 
 import { test as base, expect } from "@playwright/test";
 import { Burner, BurnerError, localPart, scopedAddress } from "./index.js";
-import type { Email, Filters, Info, ListOptions } from "./index.js";
+import type { Email, FaultRule, FaultRuleInput, Filters, Info, ListOptions, Session, SessionsOptions } from "./index.js";
 
 export { expect };
 export * from "./index.js";
@@ -52,6 +61,17 @@ export interface TestInbox {
   links(id: string): Promise<string[]>;
   /** Deletes every email of the inbox (refused for a read-only key). */
   clear(): Promise<void>;
+  /** See Burner.sessions: the SMTP sessions that named this inbox, newest first. */
+  sessions(options?: SessionsOptions): Promise<Session[]>;
+}
+
+/** Fault rules armed for one test, disarmed after it. */
+export interface TestFaults {
+  /**
+   * Arms a rule (see Burner.faults.arm) for the test's inbox, unless
+   * `inbox` names another pattern; it is disarmed when the test ends.
+   */
+  arm(rule: Omit<FaultRuleInput, "inbox"> & { inbox?: string }): Promise<FaultRule>;
 }
 
 export interface BurnerFixtures {
@@ -62,6 +82,8 @@ export interface BurnerFixtures {
    * test, unless the key is read-only.
    */
   inbox: TestInbox;
+  /** Fault rules for this test's inbox, disarmed after the test (the server needs faults.enabled). */
+  faults: TestFaults;
 }
 
 export interface BurnerWorkerOptions {
@@ -141,8 +163,27 @@ export const test = base.extend<BurnerFixtures, BurnerWorkerFixtures>({
       codes: (id, o) => burner.codes(id, o),
       links: (id) => burner.links(id),
       clear: () => burner.clearInbox(to),
+      sessions: (o) => burner.sessions(to, o),
     });
     // A read-only key may not delete: its mail stays until retention.
     if (!burnerInfo.key.readOnly) await burner.clearInbox(to);
+  },
+  faults: async ({ burner, inbox }, use) => {
+    const armed: string[] = [];
+    await use({
+      arm: async (rule) => {
+        const r = await burner.faults.arm({ ...rule, inbox: rule.inbox ?? inbox.to });
+        armed.push(r.id);
+        return r;
+      },
+    });
+    for (const id of armed) {
+      try {
+        await burner.faults.disarm(id);
+      } catch (err) {
+        // Deleted by the test itself: nothing left to do.
+        if (!(err instanceof BurnerError) || err.status !== 404) throw err;
+      }
+    }
   },
 });

@@ -329,6 +329,7 @@ describe("info and scopedAddress", () => {
     assert.deepEqual(info.limits, { maxMessageBytes: 10485760, maxRecipients: 100, maxListLimit: 10 });
     assert.equal(info.features.mcp, true);
     assert.equal(info.features.webhooks, false);
+    assert.equal(info.features.faults, true);
     const ro = await new Burner({ url: srv.url, key: srv.keys["scoped-ro"] }).info();
     assert.deepEqual(ro.key, { name: "scoped-ro", inboxes: ["team-*"], readOnly: true });
   });
@@ -397,5 +398,59 @@ describe("events", () => {
   test("a refused stream throws BurnerError", async () => {
     const it = burner.events({ to: "bad inbox" });
     await assert.rejects(it.next(), { name: "BurnerError", status: 400 });
+  });
+});
+
+describe("sessions and fault rules", () => {
+  test("a 451 armed twice, then accepted: the session log tells each try", async () => {
+    const to = newAddress("inbox.test", "retry-");
+    const rule = await burner.faults.arm({ inbox: localPart(to), stage: "rcpt", reply: "451 4.3.0 Try again later", times: 2 });
+    assert.equal(rule.used, 0);
+    assert.equal(rule.delay, "0s");
+    const tries = [];
+    for (let i = 0; i < 3; i++) {
+      try {
+        await srv.send({ to, subject: "order", text: "thanks" });
+        tries.push(250);
+      } catch (err) {
+        tries.push(Number(/got (\d{3})/.exec(err.message)?.[1]));
+      }
+    }
+    assert.deepEqual(tries, [451, 451, 250]);
+    const [spent] = (await burner.faults.list()).filter((r) => r.id === rule.id);
+    assert.equal(spent.used, 2);
+    let sessions = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+      sessions = await burner.sessions(to);
+      if (sessions.filter((s) => s.endedAt !== null).length === 3) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(sessions.map((s) => s.outcome), ["delivered", "faulted", "faulted"]);
+    assert.equal(sessions[1].recipients[0].fault, rule.id);
+    assert.equal(sessions[1].recipients[0].reply, "451 4.3.0 Try again later");
+    const [mail] = await burner.listEmails({ to });
+    assert.deepEqual(sessions[0].emails, [mail.id]);
+    assert.deepEqual(await burner.sessions(to, { limit: 1 }), [sessions[0]]);
+    await burner.faults.disarm(rule);
+    assert.equal((await burner.faults.list()).some((r) => r.id === rule.id), false);
+  });
+
+  test("delay as seconds, and the API's refusals", async () => {
+    const rule = await burner.faults.arm({ inbox: "slow-*", stage: "data", disconnect: true, delay: 1.5, perMinute: 3 });
+    assert.equal(rule.delay, "1.5s");
+    assert.equal(rule.perMinute, 3);
+    await burner.faults.disarm(rule.id);
+    await assert.rejects(burner.faults.disarm(rule.id), (err) => err instanceof BurnerError && err.status === 404 && err.message === "Fault not found");
+    await assert.rejects(
+      burner.faults.arm({ inbox: "x", stage: "helo", reply: "451" }),
+      (err) => err instanceof BurnerError && err.status === 400 && err.message === "'stage' must be \"rcpt\" or \"data\".",
+    );
+    const ro = new Burner({ url: srv.url, key: srv.keys["scoped-ro"] });
+    await assert.rejects(
+      ro.faults.arm({ inbox: "team-1", stage: "rcpt", reply: "451" }),
+      (err) => err instanceof BurnerError && err.status === 403 && err.message === "This API key is read-only.",
+    );
+    await assert.rejects(ro.sessions(), (err) => err instanceof BurnerError && err.status === 403);
+    await assert.rejects(burner.sessions("a b"), (err) => err instanceof BurnerError && err.status === 400);
   });
 });

@@ -104,6 +104,8 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             [binary, "serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0",
              "--domain", "inbox.test", "--domain", "other.test"],
             cwd=d,  # no ./burner.toml there: built-in defaults
+            # Fault rules on (spec §13.2), as a test environment has them.
+            env={**os.environ, "BURNER_FAULTS_ENABLED": "true"},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             # The verifications of spec §12 ask a loopback port where
             # nothing listens: no lookup leaves the machine, and each is

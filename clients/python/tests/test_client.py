@@ -4,6 +4,7 @@ back through every call of the client."""
 from __future__ import annotations
 
 import re
+import smtplib
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from burner_client import (
     Burner,
     BurnerError,
     Email,
+    FaultRule,
     Features,
     Info,
     KeyInfo,
@@ -263,7 +265,7 @@ def test_info_says_what_the_server_and_the_key_are(client, server):
     assert info.address_domain == "inbox.test"
     assert info.key == KeyInfo(name="test", inboxes=["*"], read_only=False)
     assert info.limits == Limits(max_message_bytes=10485760, max_recipients=100, max_list_limit=10)
-    assert info.features.mcp and not info.features.webhooks
+    assert info.features.mcp and not info.features.webhooks and info.features.faults
     ro = Burner(server.url, server.keys["scoped-ro"]).info()
     assert ro.key == KeyInfo(name="scoped-ro", inboxes=["team-*"], read_only=True)
 
@@ -431,3 +433,58 @@ def test_a_refused_stream_raises_burner_error(client):
     with pytest.raises(BurnerError) as e:
         next(client.events("bad inbox", timeout=10))
     assert e.value.status == 400
+
+
+def _smtp_code(server, to: str) -> int:
+    """Sends one message to ``to`` with smtplib; its reply code (250 when
+    taken, the refusal's code else)."""
+    try:
+        server.send(to, "order", "thanks")
+        return 250
+    except smtplib.SMTPRecipientsRefused as e:
+        return e.recipients[to][0]
+
+
+def _ended_sessions(client: Burner, to: str, n: int):
+    deadline = time.monotonic() + 10
+    while True:
+        got = client.sessions(to)
+        if sum(s.ended_at is not None for s in got) >= n or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+def test_a_451_armed_twice_then_accepted_and_the_session_log(client, server):
+    to = client.new_address("inbox.test", "retry-")
+    rule = client.faults.arm(to, "rcpt", "451 4.3.0 Try again later", times=2)
+    assert isinstance(rule, FaultRule) and rule.used == 0 and rule.delay == "0s" and rule.inbox == local_part(to)
+    assert [_smtp_code(server, to) for _ in range(3)] == [451, 451, 250]
+    assert [r.used for r in client.faults.list() if r.id == rule.id] == [2]
+    sessions = _ended_sessions(client, to, 3)
+    assert [s.outcome for s in sessions] == ["delivered", "faulted", "faulted"]
+    assert sessions[1].recipients[0].fault == rule.id
+    assert sessions[1].recipients[0].reply == "451 4.3.0 Try again later"
+    assert sessions[0].emails == [client.list_emails(to)[0].id]
+    assert sessions[0].data is not None and sessions[0].data.reply == "250 2.0.0 OK " + sessions[0].id
+    assert client.sessions(to, limit=1) == sessions[:1]
+    client.faults.disarm(rule)
+    assert rule.id not in [r.id for r in client.faults.list()]
+
+
+def test_fault_rules_delay_and_the_apis_refusals(client, server):
+    rule = client.faults.arm("slow-*", "data", disconnect=True, delay=1.5, per_minute=3)
+    assert rule.delay == "1.5s" and rule.per_minute == 3 and rule.disconnect
+    client.faults.disarm(rule.id)
+    with pytest.raises(BurnerError) as e:
+        client.faults.disarm(rule.id)
+    assert (e.value.status, e.value.message) == (404, "Fault not found")
+    with pytest.raises(BurnerError) as e:
+        client.faults.arm("x", "helo", "451")
+    assert (e.value.status, e.value.message) == (400, "'stage' must be \"rcpt\" or \"data\".")
+    ro = Burner(server.url, server.keys["scoped-ro"])
+    with pytest.raises(BurnerError) as e:
+        ro.faults.arm("team-1", "rcpt", "451")
+    assert (e.value.status, e.value.message) == (403, "This API key is read-only.")
+    with pytest.raises(BurnerError) as e:
+        ro.sessions()
+    assert e.value.status == 403

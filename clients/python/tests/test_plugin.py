@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import smtplib
+import time
 from pathlib import Path
 from typing import List
 
@@ -103,3 +105,27 @@ def test_a_key_for_one_inbox(pytester, monkeypatch, request, server, burner):
     address = run_user_suite(pytester, monkeypatch, request, server, server.keys["exact"], BURNER_PREFIX="ignored-")
     assert address == "alice@inbox.test"
     assert burner.list_emails(address) == []
+
+
+armed: List[str] = []
+
+
+def test_burner_faults_arms_for_the_tests_inbox(inbox, burner_faults, server):
+    rule = burner_faults.arm("rcpt", "451 4.3.0 Try again later", times=1)
+    armed.append(rule.id)
+    assert rule.inbox == inbox.to
+    # The application's first try meets the 451; its retry is taken.
+    with pytest.raises(smtplib.SMTPRecipientsRefused) as e:
+        server.send(inbox.address, "Confirm your account", "code 734019")
+    assert e.value.recipients[inbox.address][0] == 451
+    server.send(inbox.address, "Confirm your account", "code 734019")
+    inbox.wait_for_email("Confirm", timeout=30)
+    deadline = time.monotonic() + 10
+    while [s.outcome for s in inbox.sessions()] != ["delivered", "faulted"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [s.outcome for s in inbox.sessions()] == ["delivered", "faulted"]
+
+
+def test_burner_faults_disarmed_after_its_test(burner):
+    assert len(armed) == 1
+    assert armed[0] not in [r.id for r in burner.faults.list()]

@@ -18,7 +18,7 @@ const repo = path.resolve(pkg, "../..");
 /**
  * Builds burner (`go build`; BURNER_BIN names a binary to use instead),
  * makes API keys, starts `burner serve` for the inbox domains inbox.test
- * and other.test, and returns how to reach it. `key` reaches every inbox;
+ * and other.test with fault rules on, and returns how to reach it. `key` reaches every inbox;
  * `keys` holds it and the scoped ones: "scoped-ro" (`team-*`, read-only)
  * and "exact" (the inbox `alice`). Call stop() when done: it ends the
  * server and removes its files.
@@ -51,6 +51,8 @@ export async function startBurner() {
   const args = ["serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"];
   const child = spawn(bin, [...args, "--domain", "inbox.test", "--domain", "other.test"], {
     cwd: dir, // no ./burner.toml there: built-in defaults
+    // Fault rules on (spec §13.2), as a test environment has them.
+    env: { ...process.env, BURNER_FAULTS_ENABLED: "true" },
     stdio: ["ignore", "ignore", "pipe"],
     // The verifications of spec §12 ask a loopback port where nothing
     // listens: no lookup leaves the machine, and each is temperror at once.

@@ -9,6 +9,15 @@ Standard library only. Every route is described in burner's docs/api.md.
     sign_up(address)
     mail = burner.wait_for_email(address, subject="Confirm", timeout=30)
     code = burner.codes(mail.id)[0]
+
+And the failure paths: a fault rule makes burner's SMTP answer 451 (the
+server needs ``faults.enabled = true``), and the session log tells what
+the application did:
+
+    rule = burner.faults.arm(address, "rcpt", "451 4.3.0 Try again later", times=3)
+    sign_up(address)
+    print([s.outcome for s in burner.sessions(address)])
+    burner.faults.disarm(rule)
 """
 
 from __future__ import annotations
@@ -36,11 +45,17 @@ __all__ = [
     "DKIMResult",
     "DMARCResult",
     "Email",
+    "FaultRule",
+    "Faults",
     "Features",
     "Inbox",
     "Info",
     "KeyInfo",
     "Limits",
+    "Session",
+    "SessionData",
+    "SessionRecipient",
+    "TranscriptLine",
     "local_part",
     "new_address",
     "scoped_address",
@@ -288,6 +303,116 @@ class Info:
         )
 
 
+@dataclass(frozen=True)
+class SessionRecipient:
+    """One RCPT of an SMTP session and burner's reply."""
+
+    address: str
+    #: The inbox it names; None outside the inbox domains.
+    inbox: Optional[str]
+    #: The reply as sent; None when a fault rule closed the connection instead.
+    reply: Optional[str]
+    #: The id of the fault rule that answered; "" when burner did.
+    fault: str = ""
+
+
+@dataclass(frozen=True)
+class SessionData:
+    """What became of a session's message data."""
+
+    #: The reply to the data; None when the connection closed without one.
+    reply: Optional[str]
+    bytes: int
+    #: The id of the fault rule that answered; "" when burner did.
+    fault: str = ""
+
+
+@dataclass(frozen=True)
+class TranscriptLine:
+    """One exchange: a command (``c``) and burner's reply (``s``)."""
+
+    c: str
+    s: str
+
+
+@dataclass(frozen=True)
+class Session:
+    """One SMTP session of burner's session log (docs/api.md)."""
+
+    id: str
+    started_at: datetime
+    #: None while the session is open.
+    ended_at: Optional[datetime]
+    node: str
+    client_ip: str
+    helo: str
+    #: Whether the session was under TLS, and which.
+    tls: Optional[Dict[str, str]]
+    mail_from: str
+    recipients: List[SessionRecipient]
+    #: None when DATA was never reached.
+    data: Optional[SessionData]
+    #: The ids of the emails the session stored.
+    emails: List[str]
+    #: "delivered", "faulted", "rejected" or "aborted"; None while open.
+    outcome: Optional[str]
+    transcript: List[TranscriptLine]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Session":
+        data = d["data"]
+        return cls(
+            id=d["id"],
+            started_at=_parse_time(d["startedAt"]),
+            ended_at=None if d["endedAt"] is None else _parse_time(d["endedAt"]),
+            node=d["node"],
+            client_ip=d["client"]["ip"],
+            helo=d["client"]["helo"],
+            tls=d["tls"],
+            mail_from=d["mailFrom"],
+            recipients=[
+                SessionRecipient(address=r["address"], inbox=r["inbox"], reply=r["reply"], fault=r.get("fault", ""))
+                for r in d["recipients"]
+            ],
+            data=None if data is None else SessionData(reply=data["reply"], bytes=data["bytes"], fault=data.get("fault", "")),
+            emails=list(d["emails"]),
+            outcome=d["outcome"],
+            transcript=[TranscriptLine(c=t["c"], s=t["s"]) for t in d["transcript"]],
+        )
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    """An armed fault rule (docs/api.md, "Fault rules")."""
+
+    id: str
+    inbox: str
+    stage: str
+    reply: str
+    times: int
+    used: int
+    #: A Go duration, as the API writes it: "0s", "1.5s".
+    delay: str
+    disconnect: bool
+    per_minute: int
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "FaultRule":
+        return cls(
+            id=d["id"],
+            inbox=d["inbox"],
+            stage=d["stage"],
+            reply=d["reply"],
+            times=d["times"],
+            used=d["used"],
+            delay=d["delay"],
+            disconnect=d["disconnect"],
+            per_minute=d["perMinute"],
+            created_at=_parse_time(d["createdAt"]),
+        )
+
+
 def _parse_time(s: str) -> datetime:
     # receivedAt is YYYY-MM-DDTHH:mm:ss.sssZ; fromisoformat takes no "Z"
     # before Python 3.11.
@@ -532,6 +657,29 @@ class Burner:
             if a.status != "pending" or time.monotonic() >= deadline:
                 return a
 
+    # The wire (spec §13): the session log and fault rules.
+
+    def sessions(
+        self, to: Optional[str] = None, *, limit: Optional[int] = None, since: Optional[Time] = None
+    ) -> List[Session]:
+        """The SMTP sessions whose RCPTs named an inbox, accepted or
+        refused, newest first: what burner answered the application, and
+        why a mail did not arrive. Without ``to``, every session (for a key
+        that reads every inbox). ``limit`` is 1 to 100 (20 when not given);
+        ``since`` keeps sessions started after it."""
+        q: Dict[str, Optional[str]] = {
+            "to": None if to is None else local_part(to),
+            "limit": None if limit is None else str(limit),
+            "since": None if since is None else _seconds(since),
+        }
+        return [Session.from_json(s) for s in self._json("/sessions", q)]
+
+    @property
+    def faults(self) -> "Faults":
+        """Fault rules: ``faults.arm(...)``, ``faults.list()``,
+        ``faults.disarm(rule)``."""
+        return Faults(self)
+
     def events(
         self,
         to: str,
@@ -592,10 +740,10 @@ class Burner:
 
     # Plumbing.
 
-    def _req(self, method: str, url: str, headers: Dict[str, str]) -> urllib.request.Request:
+    def _req(self, method: str, url: str, headers: Dict[str, str], data: Optional[bytes] = None) -> urllib.request.Request:
         h = {"Authorization": f"Bearer {self._key}", "User-Agent": f"burner-client-python/{__version__}"}
         h.update(headers)
-        return urllib.request.Request(url, method=method, headers=h)
+        return urllib.request.Request(url, method=method, headers=h, data=data)
 
     def _request(
         self,
@@ -604,13 +752,17 @@ class Burner:
         query: Optional[Dict[str, Optional[str]]] = None,
         *,
         timeout: Optional[float] = None,
+        body: Any = None,
     ) -> Tuple[http.client.HTTPMessage, bytes]:
         url = f"{self.url}/api/v1{path}"
         if query:
             qs = _encode(query)
             if qs:
                 url += "?" + qs
-        req = self._req(method, url, {})
+        data, headers = None, {}
+        if body is not None:
+            data, headers = json.dumps(body).encode(), {"Content-Type": "application/json"}
+        req = self._req(method, url, headers, data)
         try:
             with urllib.request.urlopen(req, timeout=timeout or self._timeout) as resp:
                 return resp.headers, resp.read()
@@ -621,6 +773,57 @@ class Burner:
         self, path: str, query: Optional[Dict[str, Optional[str]]] = None, *, timeout: Optional[float] = None
     ) -> Any:
         return json.loads(self._request("GET", path, query, timeout=timeout)[1])
+
+
+class Faults:
+    """Fault rules (spec §13.2), which make burner's SMTP fail on purpose
+    so that a test can try its application's failure paths. The server
+    needs ``faults.enabled = true``; else every call raises BurnerError
+    404."""
+
+    def __init__(self, burner: Burner) -> None:
+        self.burner = burner
+
+    def arm(
+        self,
+        inbox: str,
+        stage: str,
+        reply: str = "",
+        *,
+        times: int = 0,
+        delay: Union[float, int, str] = 0,
+        disconnect: bool = False,
+        per_minute: int = 0,
+    ) -> FaultRule:
+        """Arms a rule for the inboxes of ``inbox`` (a pattern as for keys,
+        or an address, whose domain is dropped) at ``stage``, "rcpt" or
+        "data": ``reply`` ("451 4.3.0 Try again later") instead of 250,
+        ``times`` times (0: until disarmed), after ``delay`` (seconds, or a
+        Go duration such as "1.5s"); with ``disconnect`` the connection
+        closes without a reply; with ``per_minute`` only messages beyond
+        that many a minute are answered. Returns the rule, with its id."""
+        if not isinstance(delay, str):
+            delay = f"{delay}s"
+        body = {
+            "inbox": local_part(inbox),
+            "stage": stage,
+            "reply": reply,
+            "times": times,
+            "delay": delay,
+            "disconnect": disconnect,
+            "perMinute": per_minute,
+        }
+        return FaultRule.from_json(json.loads(self.burner._request("POST", "/faults", body=body)[1]))
+
+    def list(self) -> List[FaultRule]:
+        """The rules inside the key's scope, spent ones too, in creation order."""
+        return [FaultRule.from_json(r) for r in self.burner._json("/faults")]
+
+    def disarm(self, rule: Union[str, FaultRule]) -> None:
+        """Disarms a rule (its id, or the rule); one gone already raises
+        BurnerError 404."""
+        rule_id = rule if isinstance(rule, str) else rule.id
+        self.burner._request("DELETE", "/faults/" + urllib.parse.quote(rule_id, safe=""))
 
 
 class Inbox:
@@ -654,6 +857,10 @@ class Inbox:
     def clear(self) -> None:
         """Deletes every email of the inbox."""
         self.burner.clear_inbox(self.to)
+
+    def sessions(self, **kwargs: Any) -> List[Session]:
+        """See :meth:`Burner.sessions`: the SMTP sessions that named this inbox."""
+        return self.burner.sessions(self.to, **kwargs)
 
 
 def _filters(

@@ -1,6 +1,7 @@
 """A pytest plugin: the fixtures ``burner`` (a client), ``burner_info``
-(what the server says of itself and of the key) and ``inbox`` (a fresh
-address inside the key's scope, cleared after the test).
+(what the server says of itself and of the key), ``inbox`` (a fresh
+address inside the key's scope, cleared after the test) and
+``burner_faults`` (fault rules for that inbox, disarmed after the test).
 
 Installed with the package, pytest finds it by its ``pytest11`` entry
 point; otherwise load it with ``-p burner_client.pytest_plugin``. The
@@ -19,16 +20,21 @@ inboxes the key reaches, and do not clean up after a read-only key.
         sign_up(inbox.address)
         mail = inbox.wait_for_email(subject="Confirm")
         assert inbox.codes(mail.id)
+
+    def test_signup_retries(inbox, burner_faults):
+        burner_faults.arm("rcpt", "451 4.3.0 Try again later", times=2)
+        sign_up(inbox.address)  # the application retries
+        assert [s.outcome for s in inbox.sessions()] == ["delivered", "faulted", "faulted"]
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Any, Iterator, List, Optional
 
 import pytest
 
-from . import Burner, BurnerError, Features, Inbox, Info, KeyInfo, Limits, scoped_address
+from . import Burner, BurnerError, FaultRule, Features, Inbox, Info, KeyInfo, Limits, scoped_address
 
 
 @pytest.fixture(scope="session")
@@ -76,3 +82,38 @@ def inbox(burner: Burner, burner_info: Info) -> Iterator[Inbox]:
     # A read-only key may not delete: its mail stays until retention.
     if not burner_info.key.read_only:
         box.clear()
+
+
+class InboxFaults:
+    """Fault rules armed for one test, as the fixture ``burner_faults``
+    gives them: each is for the test's inbox unless ``inbox`` names
+    another pattern, and is disarmed when the test ends."""
+
+    def __init__(self, burner: Burner, inbox: Inbox) -> None:
+        self.burner = burner
+        self.inbox = inbox
+        self.armed: List[str] = []
+
+    def arm(self, stage: str, reply: str = "", *, inbox: Optional[str] = None, **options: Any) -> FaultRule:
+        """See :meth:`Faults.arm`; ``inbox`` is the test's when not given."""
+        rule = self.burner.faults.arm(inbox or self.inbox.to, stage, reply, **options)
+        self.armed.append(rule.id)
+        return rule
+
+    def disarm_all(self) -> None:
+        for rule_id in self.armed:
+            try:
+                self.burner.faults.disarm(rule_id)
+            except BurnerError as e:
+                if e.status != 404:  # the test disarmed it itself
+                    raise
+        self.armed.clear()
+
+
+@pytest.fixture
+def burner_faults(burner: Burner, inbox: Inbox) -> Iterator[InboxFaults]:
+    """Fault rules for the test's inbox (spec §13.2: the server needs
+    ``faults.enabled = true``), disarmed after the test."""
+    faults = InboxFaults(burner, inbox)
+    yield faults
+    faults.disarm_all()

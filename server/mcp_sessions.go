@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"burner/storage"
+)
+
+// MCP's list_sessions (spec §13.1): the SMTP session log, for an agent
+// that asks why a mail did not arrive. It builds the API's
+// sessionsRequest from its arguments, so that the scope and the checks
+// are GET /api/v1/sessions's. What a client said (its HELO name, the
+// addresses, its commands, and the replies that repeat them) is fenced.
+
+// mcpTranscriptLines bounds the transcript a session shows in MCP: its
+// last lines, where a failure is.
+const mcpTranscriptLines = 30
+
+type listSessionsIn struct {
+	Inbox string   `json:"inbox,omitempty" jsonschema:"the inbox: the local part of the address, or the whole address; without it every session, for a key that reads every inbox"`
+	Since *float64 `json:"since,omitempty" jsonschema:"only sessions started after this Unix time, in seconds"`
+	Limit *int     `json:"limit,omitempty" jsonschema:"at most this many, 1 to 100 (default 20); a long list is cut to fit the result"`
+}
+
+// mcpSession is a session as list_sessions gives it: the API's fields,
+// the client's words cut to mcpMaxField characters and the transcript to
+// its last mcpTranscriptLines lines.
+type mcpSession struct {
+	ID         string          `json:"id" jsonschema:"the session's id, which the final 250 and the Received field name"`
+	StartedAt  string          `json:"startedAt" jsonschema:"ISO 8601, UTC"`
+	EndedAt    *string         `json:"endedAt" jsonschema:"null while the session is open"`
+	Outcome    *string         `json:"outcome" jsonschema:"delivered, faulted, rejected or aborted; null while the session is open"`
+	ClientIP   string          `json:"clientIp"`
+	HELO       string          `json:"helo" jsonschema:"the name the client gave, as it wrote it"`
+	MailFrom   string          `json:"mailFrom" jsonschema:"the envelope sender, as the client wrote it"`
+	Recipients []sessionRcpt   `json:"recipients" jsonschema:"each RCPT and burner's reply; fault is the id of the fault rule that answered"`
+	Data       *sessionData    `json:"data" jsonschema:"the reply to the message's data; null when DATA was never reached"`
+	Emails     []string        `json:"emails" jsonschema:"the ids of the emails stored, for read_email"`
+	Transcript []transcriptRow `json:"transcript" jsonschema:"the last commands and replies"`
+	LeftOut    int             `json:"transcriptLeftOut,omitempty" jsonschema:"earlier transcript lines left out"`
+}
+
+type listSessionsOut struct {
+	Sessions []mcpSession `json:"sessions" jsonschema:"newest first"`
+	inbox    string       // as asked, for the text; "" for every session
+}
+
+func newMCPSession(s *storage.SMTPSession) mcpSession {
+	j := newSessionJSON(s)
+	m := mcpSession{ID: j.ID, StartedAt: j.StartedAt, EndedAt: j.EndedAt, Outcome: j.Outcome, ClientIP: j.Client.IP,
+		HELO: capField(j.Client.HELO), MailFrom: capField(j.MailFrom), Recipients: j.Recipients, Data: j.Data, Emails: j.Emails}
+	for i := range m.Recipients {
+		m.Recipients[i].Address = capField(m.Recipients[i].Address)
+		m.Recipients[i].Reply = capFieldPtr(m.Recipients[i].Reply)
+	}
+	if m.Data != nil {
+		m.Data.Reply = capFieldPtr(m.Data.Reply)
+	}
+	tr := j.Transcript
+	if len(tr) > mcpTranscriptLines {
+		m.LeftOut, tr = len(tr)-mcpTranscriptLines, tr[len(tr)-mcpTranscriptLines:]
+	}
+	m.Transcript = make([]transcriptRow, len(tr))
+	for i, l := range tr {
+		m.Transcript[i] = transcriptRow{C: capField(l.C), S: capField(l.S)}
+	}
+	return m
+}
+
+func (s *Server) toolListSessions(ctx context.Context, in listSessionsIn) (listSessionsOut, error) {
+	var r sessionsRequest
+	if in.Inbox != "" {
+		inbox, err := s.inboxArg(in.Inbox)
+		if err != nil {
+			return listSessionsOut{}, err
+		}
+		r.To = inbox
+	}
+	r.Limit = in.Limit
+	if in.Since != nil {
+		if t, err := unixSeconds(*in.Since); err == nil {
+			r.Since = &t
+		} else {
+			r.malformed = "since"
+		}
+	}
+	q, err := r.query()
+	if err != nil {
+		return listSessionsOut{}, err
+	}
+	sessions, err := s.db.SMTPSessions(ctx, q)
+	if err != nil {
+		return listSessionsOut{}, err
+	}
+	out := listSessionsOut{Sessions: make([]mcpSession, len(sessions)), inbox: r.To}
+	for i := range sessions {
+		out.Sessions[i] = newMCPSession(&sessions[i])
+	}
+	return out, nil
+}
+
+func (o listSessionsOut) text(f fence) string {
+	where := "every inbox"
+	if o.inbox != "" {
+		where = o.inbox
+	}
+	if len(o.Sessions) == 0 {
+		return "No SMTP sessions for " + where + " in the session log.\n"
+	}
+	var b strings.Builder
+	b.WriteString(plural(len(o.Sessions), "SMTP session") + " for " + where + ", newest first. " + f.notice() + "\n")
+	room := mcpMaxResult - b.Len() - 200 // the note of what was left out
+	for i, s := range o.Sessions {
+		one := sessionText(f, i+1, s)
+		if len(one) > room {
+			b.WriteString(strconv.Itoa(len(o.Sessions)-i) + " more sessions left out to fit; ask again with a smaller limit or a since.\n")
+			break
+		}
+		room -= len(one)
+		b.WriteString(one)
+	}
+	return b.String()
+}
+
+// sessionText is what list_sessions says of one session: burner's facts
+// unfenced, the client's words fenced.
+func sessionText(f fence, n int, s mcpSession) string {
+	var b strings.Builder
+	const in = "   "
+	outcome, ended := "open", "open"
+	if s.Outcome != nil {
+		outcome = *s.Outcome
+	}
+	if s.EndedAt != nil {
+		ended = *s.EndedAt
+	}
+	b.WriteString(strconv.Itoa(n) + ". session " + s.ID + ": " + outcome + "\n")
+	b.WriteString(in + "started: " + s.StartedAt + ", ended: " + ended + "\n")
+	b.WriteString(in + "client: " + s.ClientIP + " " + f.inline(s.HELO) + "\n")
+	b.WriteString(in + "mail from: " + f.inline(s.MailFrom) + "\n")
+	for _, r := range s.Recipients {
+		reply := "(connection closed, no reply)"
+		if r.Reply != nil {
+			reply = f.inline(*r.Reply)
+		}
+		b.WriteString(in + "rcpt: " + f.inline(r.Address) + " -> " + reply)
+		if r.Fault != "" {
+			b.WriteString(" (fault rule " + r.Fault + ")")
+		}
+		b.WriteString("\n")
+	}
+	if d := s.Data; d != nil {
+		reply := "(no reply: the connection closed)"
+		if d.Reply != nil {
+			reply = f.inline(*d.Reply)
+		}
+		b.WriteString(in + "data: " + strconv.FormatInt(d.Bytes, 10) + " bytes -> " + reply)
+		if d.Fault != "" {
+			b.WriteString(" (fault rule " + d.Fault + ")")
+		}
+		b.WriteString("\n")
+	}
+	if len(s.Emails) > 0 {
+		b.WriteString(in + "emails stored: " + strings.Join(s.Emails, ", ") + "\n")
+	}
+	if len(s.Transcript) > 0 {
+		var t strings.Builder
+		if s.LeftOut > 0 {
+			t.WriteString("(" + strconv.Itoa(s.LeftOut) + " earlier lines left out)\n")
+		}
+		for _, l := range s.Transcript {
+			if l.C != "" {
+				t.WriteString("C: " + oneLine(l.C) + "\n")
+			}
+			for line := range strings.SplitSeq(l.S, "\n") {
+				if line != "" {
+					t.WriteString("S: " + oneLine(line) + "\n")
+				}
+			}
+		}
+		b.WriteString(in + "transcript:\n" + f.block(t.String()))
+	}
+	return b.String()
+}
