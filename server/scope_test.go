@@ -177,6 +177,7 @@ var scopeTable = map[string][]scopeCase{
 	// spec §13.1: without to, only a key that reads every inbox; a scoped
 	// key's view is TestSessionsScoped's.
 	"GET /api/v1/sessions": {
+		{"metrics", "GET", "/api/v1/sessions", 403, metricsOnlyBody},
 		{"full", "GET", "/api/v1/sessions", 200, ""},
 		{"readonly", "GET", "/api/v1/sessions", 200, ""},
 		{"star", "GET", "/api/v1/sessions", 200, ""},
@@ -194,12 +195,14 @@ var scopeTable = map[string][]scopeCase{
 	// lists the rules inside its scope. In path, a body follows a space;
 	// {fault-in} is a rule for ci-7, {fault-out} one for bob.
 	"GET /api/v1/faults": {
+		{"metrics", "GET", "/api/v1/faults", 403, metricsOnlyBody},
 		{"full", "GET", "/api/v1/faults", 200, ""},
 		{"readonly", "GET", "/api/v1/faults", 200, ""},
 		{"scoped", "GET", "/api/v1/faults", 200, ""},
 		{"scoped-ro", "HEAD", "/api/v1/faults", 200, ""},
 	},
 	"POST /api/v1/faults": {
+		{"metrics", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 403, metricsOnlyBody},
 		{"full", "POST", `/api/v1/faults {"inbox":"bob","stage":"rcpt","reply":"451"}`, 201, ""},
 		{"star", "POST", `/api/v1/faults {"inbox":"*","stage":"data","reply":"550 5.7.1 No"}`, 201, ""},
 		{"scoped", "POST", `/api/v1/faults {"inbox":"ci-7","stage":"rcpt","reply":"451"}`, 201, ""},
@@ -212,6 +215,7 @@ var scopeTable = map[string][]scopeCase{
 		{"readonly", "POST", `/api/v1/faults {"inbox":"bob","stage":"helo","reply":"451"}`, 400, `{"error":"'stage' must be \"rcpt\" or \"data\"."}`},
 	},
 	"DELETE /api/v1/faults/{id}": {
+		{"metrics", "DELETE", "/api/v1/faults/{fault-out}", 403, metricsOnlyBody},
 		{"full", "DELETE", "/api/v1/faults/{fault-out}", 204, ""},
 		{"scoped", "DELETE", "/api/v1/faults/{fault-in}", 204, ""},
 		{"scoped", "DELETE", "/api/v1/faults/{fault-out}", 404, faultNotFoundBody},

@@ -3618,6 +3618,8 @@ type ListFaultsResponse struct {
 	JSON200 *[]FaultRule
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *MetricsOnly
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *FaultsOff
 	// JSON405 the response for an HTTP 405 `application/json` response
@@ -3640,6 +3642,11 @@ func (r ListFaultsResponse) GetJSON200() *[]FaultRule {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListFaultsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListFaultsResponse) GetJSON403() *MetricsOnly {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -5800,6 +5807,13 @@ func ParseListFaultsResponse(rsp *http.Response) (*ListFaultsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest MetricsOnly
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest FaultsOff

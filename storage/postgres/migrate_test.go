@@ -200,8 +200,8 @@ func TestMigrateSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if version != 6 || stored != "p" || nulls != 2 {
-		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 6, \"p\" (PLAIN), 2", version, stored, nulls)
+	if version != 7 || stored != "p" || nulls != 2 {
+		t.Errorf("after the migration: version %d, sig stored %q, %d emails without one; want 7, \"p\" (PLAIN), 2", version, stored, nulls)
 	}
 	deliver(db, "new match", "a new needle in the text")
 	deliver(db, "new other", "nothing of the sort")
@@ -241,8 +241,8 @@ func TestMigrateMetricsKeys(t *testing.T) {
 
 	db = openDB(t, dbURL, postgres.Options{})
 	var version int
-	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 6 {
-		t.Errorf("after the migration: version %d, %v; want 6", version, err)
+	if err := conn.QueryRow(ctx, `SELECT version FROM burner_schema`).Scan(&version); err != nil || version != 7 {
+		t.Errorf("after the migration: version %d, %v; want 7", version, err)
 	}
 	k, err := db.Key(ctx, old.ID)
 	if err != nil || k.Scope.Metrics || !k.Scope.ReadOnly || !slices.Equal(k.Scope.Inboxes, []string{"ci-*"}) {

@@ -1516,6 +1516,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["FaultsOff"];
             405: components["responses"]["NotAllowedFaults"];
             414: components["responses"]["QueryTooLong"];

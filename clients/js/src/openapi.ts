@@ -1517,6 +1517,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MetricsOnly"];
             404: components["responses"]["FaultsOff"];
             405: components["responses"]["NotAllowedFaults"];
             414: components["responses"]["QueryTooLong"];
