@@ -110,7 +110,7 @@ function sendMail(to, subject, text) {
 const signup = (addr) => sendMail(addr, 'Your verification code',
   'Welcome! Your verification code is 482913.\nOr open https://example.com/verify?t=777777&u=1 to confirm.');
 
-const allTools = ['clear_inbox', 'delete_email', 'extract_codes', 'list_emails', 'new_address', 'read_email',
+const allTools = ['clear_inbox', 'delete_email', 'extract_codes', 'list_emails', 'list_sessions', 'new_address', 'read_email',
   'wait_for_code', 'wait_for_email', 'wait_for_link'];
 
 // fenced returns what a tool's text says outside the fences of its
@@ -173,6 +173,13 @@ test('new address, SMTP delivery, wait, read, codes, delete', async (t) => {
   assert.equal('body' in read, false, 'read_email gives the body only with include_html');
   const html = await ok(client, 'read_email', { id, include_html: true });
   assert.match(html.body, /<a href="https:\/\/example\.com\/verify\?t=777777&amp;u=1"/);
+
+  // The session log names what the application's SMTP client did.
+  const { sessions } = await ok(client, 'list_sessions', { inbox: addr.address, limit: 5 });
+  const delivered = sessions.find((s) => s.emails.includes(id));
+  assert.ok(delivered, `a session stored ${id}: ${JSON.stringify(sessions)}`);
+  assert.equal(delivered.outcome, 'delivered');
+  assert.match(delivered.data.reply, new RegExp(`^250 2\\.0\\.0 OK ${delivered.id}$`));
 
   assert.deepEqual((await ok(client, 'extract_codes', { id })).codes, ['482913']);
   assert.deepEqual((await ok(client, 'extract_codes', { id, pattern: 't=(\\d+)' })).codes, ['777777']);
