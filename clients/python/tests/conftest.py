@@ -105,12 +105,11 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
              "--domain", "inbox.test", "--domain", "other.test"],
             cwd=d,  # no ./burner.toml there: built-in defaults
             # Fault rules on (spec §13.2), as a test environment has them.
-            env={**os.environ, "BURNER_FAULTS_ENABLED": "true"},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
             # The verifications of spec §12 ask a loopback port where
             # nothing listens: no lookup leaves the machine, and each is
             # temperror at once.
-            env={**os.environ, "BURNER_DNS_RESOLVER": _closed_port()},
+            env={**os.environ, "BURNER_FAULTS_ENABLED": "true", "BURNER_DNS_RESOLVER": _closed_port()},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
     try:
         # burner logs its bound addresses once it serves.

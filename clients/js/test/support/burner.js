@@ -51,12 +51,11 @@ export async function startBurner() {
   const args = ["serve", "--data", data, "--http", "127.0.0.1:0", "--smtp", "127.0.0.1:0"];
   const child = spawn(bin, [...args, "--domain", "inbox.test", "--domain", "other.test"], {
     cwd: dir, // no ./burner.toml there: built-in defaults
-    // Fault rules on (spec §13.2), as a test environment has them.
-    env: { ...process.env, BURNER_FAULTS_ENABLED: "true" },
     stdio: ["ignore", "ignore", "pipe"],
-    // The verifications of spec §12 ask a loopback port where nothing
-    // listens: no lookup leaves the machine, and each is temperror at once.
-    env: { ...process.env, BURNER_DNS_RESOLVER: await closedPort() },
+    // Fault rules on (spec §13.2), as a test environment has them. The
+    // verifications of spec §12 ask a loopback port where nothing listens:
+    // no lookup leaves the machine, and each is temperror at once.
+    env: { ...process.env, BURNER_FAULTS_ENABLED: "true", BURNER_DNS_RESOLVER: await closedPort() },
   });
   let log = "";
   const exited = new Promise((resolve) => child.once("exit", resolve));
