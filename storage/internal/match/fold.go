@@ -2,7 +2,9 @@ package match
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/cases"
@@ -78,6 +80,8 @@ func AppendSearchText(dst []byte, text string) []byte {
 	start := len(dst)
 	folded := AppendFold(make([]byte, 0, len(text)), text)
 	budget := maxDedupScan
+	ix := lineIndexes.Get().(*lineIndex)
+	defer ix.release()
 	for len(folded) > 0 {
 		var line []byte
 		line, folded, _ = bytes.Cut(folded, []byte{'\n'})
@@ -87,7 +91,7 @@ func AppendSearchText(dst []byte, text string) []byte {
 		kept := dst[start:]
 		if budget > 0 {
 			budget -= len(kept)
-			if bytes.Contains(kept, line) {
+			if ix.contains(kept, line) {
 				continue
 			}
 		}
@@ -97,4 +101,74 @@ func AppendSearchText(dst []byte, text string) []byte {
 		dst = append(dst, line...)
 	}
 	return dst
+}
+
+// lineIndex answers AppendSearchText's question, whether the text kept so
+// far holds a line, as bytes.Contains does, without scanning the kept text
+// for each line: that scan made the dedup quadratic, a tenth of a
+// newsletter's delivery. It chains the positions of the kept text that are
+// multiples of lineStride by the hash of the four bytes there (as zlib
+// chains its matches). A line found at p has one of its first lineStride
+// positions, p+j, on a multiple of the stride, so the line is looked for
+// only where its four bytes at j are, for each j. A line too short for
+// that, or whose bytes are too common to follow, goes to bytes.Contains.
+// The text is only ever appended to, so what is indexed stays true.
+type lineIndex struct {
+	head [1 << lineHashBits]int32 // 1 + the last indexed position with each hash; 0: none
+	prev []int32                  // prev[i/lineStride]: 1 + the indexed position before i with its hash
+	end  int                      // the positions before end are indexed
+}
+
+const (
+	lineHashBits = 12
+	lineStride   = 4
+	// maxLineCandidates bounds the positions a line is compared at before
+	// bytes.Contains decides instead: a text of one repeated word has
+	// thousands of positions with one hash.
+	maxLineCandidates = 16
+	// maxPooledLineIndex bounds the chain kept for reuse, in positions.
+	maxPooledLineIndex = 1 << 16
+)
+
+var lineIndexes = sync.Pool{New: func() any { return new(lineIndex) }}
+
+func (ix *lineIndex) release() {
+	if cap(ix.prev) > maxPooledLineIndex {
+		return
+	}
+	clear(ix.head[:])
+	ix.prev, ix.end = ix.prev[:0], 0
+	lineIndexes.Put(ix)
+}
+
+func lineHash(b uint32) uint32 {
+	return b * 0x9e3779b1 >> (32 - lineHashBits)
+}
+
+// contains reports whether kept holds line. kept is what the previous call
+// was given, with more appended.
+func (ix *lineIndex) contains(kept, line []byte) bool {
+	for ; ix.end+4 <= len(kept); ix.end += lineStride {
+		h := lineHash(binary.LittleEndian.Uint32(kept[ix.end:]))
+		ix.prev = append(ix.prev, ix.head[h])
+		ix.head[h] = int32(ix.end + 1)
+	}
+	if len(line) < lineStride+3 {
+		return bytes.Contains(kept, line)
+	}
+	candidates := 0
+	for j := range lineStride {
+		for p := ix.head[lineHash(binary.LittleEndian.Uint32(line[j:]))]; p != 0; p = ix.prev[(p-1)/lineStride] {
+			if candidates++; candidates > maxLineCandidates {
+				return bytes.Contains(kept, line)
+			}
+			at := int(p-1) - j
+			if at >= 0 && at+len(line) <= len(kept) && bytes.Equal(kept[at:at+len(line)], line) {
+				return true
+			}
+		}
+	}
+	// Every indexed position holding one of line's first four-byte
+	// windows was looked at.
+	return false
 }
