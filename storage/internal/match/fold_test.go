@@ -2,6 +2,7 @@ package match
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,9 +20,31 @@ func TestAppendFold(t *testing.T) {
 	}
 }
 
+// TestLowerASCII checks the eight-byte lower-casing against the byte at a
+// time, for every ASCII byte in every place of a word.
+func TestLowerASCII(t *testing.T) {
+	for c := range 0x80 {
+		for at := range 8 {
+			w := [8]byte{'@', 'A', 'Z', '[', '`', 'a', 'z', '{'}
+			w[at] = byte(c)
+			want := w
+			for i, b := range want {
+				if 'A' <= b && b <= 'Z' {
+					want[i] = b + 'a' - 'A'
+				}
+			}
+			got := binary.LittleEndian.AppendUint64(nil, lowerASCII(binary.LittleEndian.Uint64(w[:])))
+			if string(got) != string(want[:]) {
+				t.Fatalf("lowerASCII(%q) = %q, want %q", w, got, want)
+			}
+		}
+	}
+}
+
 func FuzzAppendFold(f *testing.F) {
 	f.Add("Straße")
 	f.Add("ΣΊΣΥΦΟΣ")
+	f.Add("The Quick Brown Fox, ÉTÉ @[`{ Jumps Over THE LAZY DOG")
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := string(AppendFold([]byte("x"), s)), "x"+Fold(s); got != want {
 			t.Fatalf("appendFold(%q) = %q, want %q", s, got, want)
