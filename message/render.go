@@ -4,7 +4,6 @@ package message
 // message's body, visible text and links become.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"html"
@@ -407,47 +406,55 @@ type mark struct {
 
 // tidyLines makes each line of s its words joined by single spaces, and
 // drops the lines left empty: strings.Fields of each line, joined, in one
-// pass.
+// pass. Words are what lies between white space runes (unicode.IsSpace);
+// two words are joined by a newline when one came between them, else by a
+// space.
 func tidyLines(s []byte) string {
 	// A Builder hands over what it holds without the copy that a slice
 	// made into a string costs; the text is only ever shorter than s.
 	// Each word is written whole, not a rune at a time.
 	var out strings.Builder
 	out.Grow(len(s))
-	for len(s) > 0 {
-		var line []byte
-		line, s, _ = bytes.Cut(s, []byte{'\n'})
-		words := false
-		for i := 0; i < len(line); {
-			if n := spaceLen(line[i:]); n > 0 {
-				i += n
-				continue
-			}
-			j := i + 1
-			for j < len(line) && spaceLen(line[j:]) == 0 {
-				j++
-			}
-			switch {
-			case words:
-				out.WriteByte(' ')
-			case out.Len() > 0:
-				out.WriteByte('\n')
-			}
-			out.Write(line[i:j])
-			words = true
-			i = j
+	newline := false // a newline since the last word
+	for i := 0; i < len(s); {
+		if n := spaceLen(s[i:]); n > 0 {
+			newline = newline || s[i] == '\n'
+			i += n
+			continue
 		}
+		j := i + 1
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+			} else if spaceLen(s[j:]) > 0 {
+				break
+			}
+			j++
+		}
+		switch {
+		case newline && out.Len() > 0:
+			out.WriteByte('\n')
+		case out.Len() > 0:
+			out.WriteByte(' ')
+		}
+		out.Write(s[i:j])
+		newline = false
+		i = j
 	}
 	return out.String()
 }
+
+// asciiSpace holds the ASCII white space of unicode.IsSpace.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // spaceLen returns the length of the white space rune (unicode.IsSpace)
 // at the start of s, or 0 when s does not start with one. A byte that is
 // not UTF-8 is no space.
 func spaceLen(s []byte) int {
 	if c := s[0]; c < utf8.RuneSelf {
-		switch c {
-		case '\t', '\n', '\v', '\f', '\r', ' ':
+		if asciiSpace[c] {
 			return 1
 		}
 		return 0
