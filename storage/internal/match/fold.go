@@ -103,10 +103,11 @@ const maxDedupScan = 1 << 20
 // it and give it to Matcher.MatchText as it is.
 func AppendSearchText(dst []byte, text string) []byte {
 	start := len(dst)
-	folded := AppendFold(make([]byte, 0, len(text)), text)
-	budget := maxDedupScan
 	ix := lineIndexes.Get().(*lineIndex)
 	defer ix.release()
+	ix.folded = AppendFold(ix.folded[:0], text)
+	folded := ix.folded
+	budget := maxDedupScan
 	for len(folded) > 0 {
 		var line []byte
 		line, folded, _ = bytes.Cut(folded, []byte{'\n'})
@@ -139,9 +140,10 @@ func AppendSearchText(dst []byte, text string) []byte {
 // that, or whose bytes are too common to follow, goes to bytes.Contains.
 // The text is only ever appended to, so what is indexed stays true.
 type lineIndex struct {
-	head [1 << lineHashBits]int32 // 1 + the last indexed position with each hash; 0: none
-	prev []int32                  // prev[i/lineStride]: 1 + the indexed position before i with its hash
-	end  int                      // the positions before end are indexed
+	head   [1 << lineHashBits]int32 // 1 + the last indexed position with each hash; 0: none
+	prev   []int32                  // prev[i/lineStride]: 1 + the indexed position before i with its hash
+	end    int                      // the positions before end are indexed
+	folded []byte                   // AppendSearchText's folded text, the lines it takes
 }
 
 const (
@@ -151,14 +153,15 @@ const (
 	// bytes.Contains decides instead: a text of one repeated word has
 	// thousands of positions with one hash.
 	maxLineCandidates = 16
-	// maxPooledLineIndex bounds the chain kept for reuse, in positions.
+	// maxPooledLineIndex bounds the chain kept for reuse, in positions,
+	// and the folded text, in bytes.
 	maxPooledLineIndex = 1 << 16
 )
 
 var lineIndexes = sync.Pool{New: func() any { return new(lineIndex) }}
 
 func (ix *lineIndex) release() {
-	if cap(ix.prev) > maxPooledLineIndex {
+	if cap(ix.prev) > maxPooledLineIndex || cap(ix.folded) > maxPooledLineIndex {
 		return
 	}
 	clear(ix.head[:])
