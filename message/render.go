@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -494,7 +495,7 @@ func (p *Parser) body(m *storage.Message, parts *textParts) {
 		// The visible text is the plain part itself, so it is not added
 		// a second time.
 		html, cut := plainToHTML(*parts.plain, p.maxBody)
-		body, text, links := render(dropControls(p.policy.Sanitize(html)), p.maxBody, cut || parts.plainCut)
+		body, text, links := render(dropControls(p.sanitizeWhole(html)), p.maxBody, cut || parts.plainCut)
 		m.Body = &body
 		m.Text = truncate(joinText(text, links, ""), p.maxBody)
 		m.Links = links
@@ -513,12 +514,32 @@ func (p *Parser) sanitize(html string, cut bool) (body, text string, links []str
 	// NUL has no place in HTML (browsers replace it); bluemonday would
 	// keep it, escaped, in the body. The policy leaves a line break for
 	// each element it removes; around the body they are only noise.
-	if err := p.policy.SanitizeReaderToWriter(strings.NewReader(strings.ReplaceAll(html, "\x00", "")), w); err != nil && err != errCapped {
-		panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
+	html = strings.ReplaceAll(html, "\x00", "")
+	if !fastSanitize(p.view, html, w) {
+		w.buf.Reset()
+		if err := p.policy.SanitizeReaderToWriter(strings.NewReader(html), w); err != nil && err != errCapped {
+			panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
+		}
 	}
 	// bluemonday turns a character reference such as "&#1;" into the
 	// control itself, so the controls are dropped from what it wrote.
 	return render(dropControls(strings.TrimSpace(w.buf.String())), p.maxBody, cut)
+}
+
+// sanitizeWhole returns html made safe to show, whole: what bluemonday's
+// Sanitize returns, by the fast sanitizer where it can (fastsanitize.go).
+// plainToHTML's output always can, unless the text holds what is no URL
+// for url.Parse.
+func (p *Parser) sanitizeWhole(html string) string {
+	if strings.TrimSpace(html) == "" {
+		return html // as Sanitize returns it
+	}
+	w := &capWriter{max: math.MaxInt}
+	w.buf.Grow(len(html) + len(html)/8)
+	if fastSanitize(p.view, html, w) {
+		return w.buf.String()
+	}
+	return p.policy.Sanitize(html)
 }
 
 // dropControls returns s without the C0 control characters HTML cannot
