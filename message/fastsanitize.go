@@ -227,20 +227,23 @@ func (s *fastSanitizer) textToken(t string, raw bool) bool {
 	if s.skipContent || s.mostRecent == "script" || s.mostRecent == "style" {
 		return true
 	}
-	if strings.IndexByte(t, '\r') >= 0 {
-		t = convertNewlinesString(t)
-	}
 	if !raw && strings.IndexByte(t, '&') >= 0 {
-		t = xhtml.UnescapeString(t)
+		if strings.IndexByte(t, '\r') >= 0 {
+			t = convertNewlinesString(t)
+		}
+		return s.escaped(xhtml.UnescapeString(t), false)
 	}
-	return s.escaped(t)
+	// Newlines converted as the text is escaped: mail's HTML comes with
+	// CRLF, and a copy of each text without its CRs is garbage.
+	return s.escaped(t, true)
 }
 
 // htmlEscaped[c] says that EscapeString replaces the byte c.
 var htmlEscaped = [256]bool{'&': true, '\'': true, '<': true, '>': true, '"': true, '\r': true}
 
-// escaped writes t as x/net/html's EscapeString writes it.
-func (s *fastSanitizer) escaped(t string) bool {
+// escaped writes t as x/net/html's EscapeString writes it; with
+// newlines, it first converts t's newlines as convertNewlines does.
+func (s *fastSanitizer) escaped(t string, newlines bool) bool {
 	for len(t) > 0 {
 		i := -1
 		for j := 0; j < len(t); j++ {
@@ -257,6 +260,14 @@ func (s *fastSanitizer) escaped(t string) bool {
 		}
 		var esc string
 		switch t[i] {
+		case '\r':
+			esc = "&#13;"
+			if newlines {
+				esc = "\n"
+				if i+1 < len(t) && t[i+1] == '\n' {
+					esc = "" // the LF after it stays
+				}
+			}
 		case '&':
 			esc = "&amp;"
 		case '\'':
@@ -267,8 +278,6 @@ func (s *fastSanitizer) escaped(t string) bool {
 			esc = "&gt;"
 		case '"':
 			esc = "&#34;"
-		case '\r':
-			esc = "&#13;"
 		}
 		if !s.write(esc) {
 			return false
@@ -704,7 +713,7 @@ func (s *fastSanitizer) tag(name string, attrs []attr, end string) bool {
 		return false
 	}
 	for _, a := range attrs {
-		if !s.write(" ") || !s.write(a.key) || !s.write(`="`) || !s.escaped(a.val) || !s.write(`"`) {
+		if !s.write(" ") || !s.write(a.key) || !s.write(`="`) || !s.escaped(a.val, false) || !s.write(`"`) {
 			return false
 		}
 	}
