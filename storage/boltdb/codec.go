@@ -258,14 +258,18 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 	hot = record.AppendHeaders(hot, msg.Headers)
 	buf.b = hot
 
-	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
+	// The record is encoded in a scratch buffer of the s2 block's bound
+	// and copied out at its size, under half of that bound.
+	out := getScratch()
+	defer putScratch(out)
+	rec = binary.AppendUvarint(slices.Grow(out.b[:0], 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
 	rec = append(rec, flags)
 	rec = binary.AppendUvarint(rec, uint64(len(text)))
 	// The better encoder: the block is decoded far more often than it is
 	// encoded, and a few percent smaller keeps more records two to a page.
 	block := s2.EncodeBetter(rec[len(rec):cap(rec)], hot)
-	rec = rec[:len(rec)+len(block)]
-	return rec, encodeCold(hot, msg), match.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
+	out.b = rec[:len(rec)+len(block)]
+	return bytes.Clone(out.b), encodeCold(hot, msg), match.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
 }
 
 // scratch is a buffer an encoding works in and copies out of: a
