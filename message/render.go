@@ -549,8 +549,19 @@ func (p *Parser) sanitizeWhole(html string) string {
 // so the body cap holds, and s comes back as is when it has none.
 func dropControls(s string) string {
 	i := 0
-	for i < len(s) && !isDroppedControl(s[i]) {
-		i++
+	// Eight bytes at a time while none is below 0x20 (white space is,
+	// and is looked at a byte at a time): a body has none to drop.
+	for {
+		for i+8 <= len(s) && !hasC0(s[i:i+8]) {
+			i += 8
+		}
+		end := min(i+8, len(s))
+		for i < end && !isDroppedControl(s[i]) {
+			i++
+		}
+		if i < end || i == len(s) {
+			break
+		}
 	}
 	if i == len(s) {
 		return s
@@ -567,6 +578,17 @@ func dropControls(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// hasC0 reports whether one of the eight bytes of b is below 0x20: the
+// borrow of subtracting 0x20 from a byte sets its high bit only when it
+// was below 0x20 (or at 0x80 and more, which &^w rules out), and a
+// borrow into the next byte happens only after such a byte, so the test
+// is exact.
+func hasC0(b string) bool {
+	w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	return (w-0x2020202020202020)&^w&0x8080808080808080 != 0
 }
 
 // isDroppedControl reports whether c is a C0 control other than tab, LF
