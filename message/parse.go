@@ -37,6 +37,9 @@ import (
 // and used from many goroutines.
 type Parser struct {
 	policy *bluemonday.Policy
+	// view is policy as the fast sanitizer reads it (fastsanitize.go);
+	// nil sends every body to bluemonday.
+	view *policyView
 	// maxBody caps what is kept of a body, of its text and of the plain
 	// part, in bytes: the work a message costs grows with what is kept,
 	// and a body past it is cut (see render.go).
@@ -53,7 +56,8 @@ func New(maxBody int) *Parser {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	return &Parser{policy: newPolicy(), maxBody: maxBody}
+	policy := newPolicy()
+	return &Parser{policy: policy, view: viewPolicy(policy), maxBody: maxBody}
 }
 
 // Parse parses raw (the message exactly as received, CRLF or LF line

@@ -4,10 +4,10 @@ package message
 // message's body, visible text and links become.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -407,47 +407,55 @@ type mark struct {
 
 // tidyLines makes each line of s its words joined by single spaces, and
 // drops the lines left empty: strings.Fields of each line, joined, in one
-// pass.
+// pass. Words are what lies between white space runes (unicode.IsSpace);
+// two words are joined by a newline when one came between them, else by a
+// space.
 func tidyLines(s []byte) string {
 	// A Builder hands over what it holds without the copy that a slice
 	// made into a string costs; the text is only ever shorter than s.
 	// Each word is written whole, not a rune at a time.
 	var out strings.Builder
 	out.Grow(len(s))
-	for len(s) > 0 {
-		var line []byte
-		line, s, _ = bytes.Cut(s, []byte{'\n'})
-		words := false
-		for i := 0; i < len(line); {
-			if n := spaceLen(line[i:]); n > 0 {
-				i += n
-				continue
-			}
-			j := i + 1
-			for j < len(line) && spaceLen(line[j:]) == 0 {
-				j++
-			}
-			switch {
-			case words:
-				out.WriteByte(' ')
-			case out.Len() > 0:
-				out.WriteByte('\n')
-			}
-			out.Write(line[i:j])
-			words = true
-			i = j
+	newline := false // a newline since the last word
+	for i := 0; i < len(s); {
+		if n := spaceLen(s[i:]); n > 0 {
+			newline = newline || s[i] == '\n'
+			i += n
+			continue
 		}
+		j := i + 1
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf {
+				if asciiSpace[c] {
+					break
+				}
+			} else if spaceLen(s[j:]) > 0 {
+				break
+			}
+			j++
+		}
+		switch {
+		case newline && out.Len() > 0:
+			out.WriteByte('\n')
+		case out.Len() > 0:
+			out.WriteByte(' ')
+		}
+		out.Write(s[i:j])
+		newline = false
+		i = j
 	}
 	return out.String()
 }
+
+// asciiSpace holds the ASCII white space of unicode.IsSpace.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // spaceLen returns the length of the white space rune (unicode.IsSpace)
 // at the start of s, or 0 when s does not start with one. A byte that is
 // not UTF-8 is no space.
 func spaceLen(s []byte) int {
 	if c := s[0]; c < utf8.RuneSelf {
-		switch c {
-		case '\t', '\n', '\v', '\f', '\r', ' ':
+		if asciiSpace[c] {
 			return 1
 		}
 		return 0
@@ -487,7 +495,7 @@ func (p *Parser) body(m *storage.Message, parts *textParts) {
 		// The visible text is the plain part itself, so it is not added
 		// a second time.
 		html, cut := plainToHTML(*parts.plain, p.maxBody)
-		body, text, links := render(dropControls(p.policy.Sanitize(html)), p.maxBody, cut || parts.plainCut)
+		body, text, links := render(dropControls(p.sanitizeWhole(html)), p.maxBody, cut || parts.plainCut)
 		m.Body = &body
 		m.Text = truncate(joinText(text, links, ""), p.maxBody)
 		m.Links = links
@@ -506,12 +514,32 @@ func (p *Parser) sanitize(html string, cut bool) (body, text string, links []str
 	// NUL has no place in HTML (browsers replace it); bluemonday would
 	// keep it, escaped, in the body. The policy leaves a line break for
 	// each element it removes; around the body they are only noise.
-	if err := p.policy.SanitizeReaderToWriter(strings.NewReader(strings.ReplaceAll(html, "\x00", "")), w); err != nil && err != errCapped {
-		panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
+	html = strings.ReplaceAll(html, "\x00", "")
+	if !fastSanitize(p.view, html, w) {
+		w.buf.Reset()
+		if err := p.policy.SanitizeReaderToWriter(strings.NewReader(html), w); err != nil && err != errCapped {
+			panic(fmt.Sprintf("sanitize: %v", err)) // only the writer fails, and it fails only so
+		}
 	}
 	// bluemonday turns a character reference such as "&#1;" into the
 	// control itself, so the controls are dropped from what it wrote.
 	return render(dropControls(strings.TrimSpace(w.buf.String())), p.maxBody, cut)
+}
+
+// sanitizeWhole returns html made safe to show, whole: what bluemonday's
+// Sanitize returns, by the fast sanitizer where it can (fastsanitize.go).
+// plainToHTML's output always can, unless the text holds what is no URL
+// for url.Parse.
+func (p *Parser) sanitizeWhole(html string) string {
+	if strings.TrimSpace(html) == "" {
+		return html // as Sanitize returns it
+	}
+	w := &capWriter{max: math.MaxInt}
+	w.buf.Grow(len(html) + len(html)/8)
+	if fastSanitize(p.view, html, w) {
+		return w.buf.String()
+	}
+	return p.policy.Sanitize(html)
 }
 
 // dropControls returns s without the C0 control characters HTML cannot
@@ -521,8 +549,19 @@ func (p *Parser) sanitize(html string, cut bool) (body, text string, links []str
 // so the body cap holds, and s comes back as is when it has none.
 func dropControls(s string) string {
 	i := 0
-	for i < len(s) && !isDroppedControl(s[i]) {
-		i++
+	// Eight bytes at a time while none is below 0x20 (white space is,
+	// and is looked at a byte at a time): a body has none to drop.
+	for {
+		for i+8 <= len(s) && !hasC0(s[i:i+8]) {
+			i += 8
+		}
+		end := min(i+8, len(s))
+		for i < end && !isDroppedControl(s[i]) {
+			i++
+		}
+		if i < end || i == len(s) {
+			break
+		}
 	}
 	if i == len(s) {
 		return s
@@ -539,6 +578,17 @@ func dropControls(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// hasC0 reports whether one of the eight bytes of b is below 0x20: the
+// borrow of subtracting 0x20 from a byte sets its high bit only when it
+// was below 0x20 (or at 0x80 and more, which &^w rules out), and a
+// borrow into the next byte happens only after such a byte, so the test
+// is exact.
+func hasC0(b string) bool {
+	w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	return (w-0x2020202020202020)&^w&0x8080808080808080 != 0
 }
 
 // isDroppedControl reports whether c is a C0 control other than tab, LF

@@ -121,6 +121,31 @@ func TestBodyHasNoControls(t *testing.T) {
 	}
 }
 
+// dropControlsByte is dropControls a byte at a time: the reference for
+// its eight-byte scan.
+func dropControlsByte(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\v' || c == '\f':
+			b.WriteByte(' ')
+		case !isDroppedControl(c):
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func FuzzDropControls(f *testing.F) {
+	f.Add("plain text of a few words\r\n\tand more, with a \x01 late")
+	f.Add("\x1f\x20\x7f\x80\xff\x00 0123456789abcdef\x1b")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := dropControls(s), dropControlsByte(s); got != want {
+			t.Fatalf("dropControls(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
 func TestDropControls(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                       "",

@@ -94,6 +94,11 @@ func allowedProperty(prop string) bool {
 		}
 		lower = append(lower, c)
 	}
+	// Every vendor prefix starts with '-', 'm' or 'p': a property that
+	// starts otherwise keeps its name, and is looked up without a copy.
+	if c := lower[0]; c != '-' && c != 'm' && c != 'p' {
+		return styleProperties[string(lower)]
+	}
 	p := string(lower)
 	for _, prefix := range vendorPrefixes {
 		p = strings.TrimPrefix(p, prefix)
@@ -204,8 +209,12 @@ func legacyHook(val string) bool {
 // containsFold reports whether s contains the lower-case ASCII word sub,
 // in any case, without allocating.
 func containsFold(s, sub string) bool {
+	// A window of len(sub) bytes folds to sub only if it is ASCII, so
+	// only a window that starts with sub's first letter in either case
+	// is compared.
+	first, upper := sub[0], sub[0]-('a'-'A')
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+		if c := s[i]; (c == first || c == upper) && strings.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}

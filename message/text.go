@@ -169,6 +169,9 @@ func (t *textParts) read(p part) {
 		}
 	}()
 	data := readPart(buf, p.entity, limit+1)
+	if p.qp != nil {
+		p.qp.release() // nothing reads the part again
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		// An empty alternative is no body: leave room for the other kind.
 		return

@@ -167,6 +167,7 @@ type entity struct {
 	*message.Entity
 	mediaType string
 	params    map[string]string
+	qp        *qpReader // what decodes Body's quoted-printable, nil when it is not
 }
 
 // maxHeaderBytes bounds a header, as go-message's reader does: a header
@@ -262,11 +263,20 @@ func headerBlock(br *bufio.Reader, block []byte) ([]byte, error) {
 func newEntity(h message.Header, body io.Reader, defaultType string) (entity, error) {
 	v := h.Get("Content-Type")
 	mediaType, params := contentType(v, defaultType)
+	// goType is the media type go-message reads from the header it is
+	// given: the value itself when it does not parse.
+	goType := ""
 	if v != "" || mediaType != "text/plain" {
-		if t, p, err := mime.ParseMediaType(v); err != nil || t != mediaType || !maps.Equal(p, params) {
+		t, p, err := mime.ParseMediaType(v)
+		goType = t
+		if err != nil {
+			goType = v
+		}
+		if err != nil || t != mediaType || !maps.Equal(p, params) {
 			if f := formatMediaType(mediaType, params); f != "" {
 				h = h.Copy()
 				h.Set("Content-Type", f)
+				goType = mediaType
 			}
 		}
 	}
@@ -279,8 +289,24 @@ func newEntity(h message.Header, body io.Reader, defaultType string) (entity, er
 		h = h.Copy()
 		h.Set("Content-Type", formatMediaType(mediaType, p))
 	}
-	e, err := message.New(h, body)
-	return entity{Entity: e, mediaType: mediaType, params: params}, err
+	// Quoted-printable is decoded by qpReader, as go-message would decode
+	// it (it decodes no multipart): go-message is given the Content-Type
+	// alone, and the entity keeps the header.
+	var qp *qpReader
+	given := h
+	if !strings.HasPrefix(goType, "multipart/") && strings.ToLower(h.Get("Content-Transfer-Encoding")) == "quoted-printable" {
+		qp = newQPReader(body)
+		body = qp
+		given = message.Header{}
+		if ct := h.Get("Content-Type"); ct != "" {
+			given.Set("Content-Type", ct)
+		}
+	}
+	e, err := message.New(given, body)
+	if qp != nil {
+		e.Header = h
+	}
+	return entity{Entity: e, mediaType: mediaType, params: params, qp: qp}, err
 }
 
 // formatMediaType formats a Content-Type value, keeping only the

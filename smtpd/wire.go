@@ -69,7 +69,7 @@ type wire struct {
 	open  bool            // cmd awaits (the rest of) its reply
 	hello string          // the name given in the EHLO or HELO that go-smtp read before the wire
 	wbuf  []byte          // what go-smtp wrote of a line before its CRLF
-	obuf  []byte          // the line going out, reused
+	obuf  []byte          // the lines of the reply going out, reused
 	reply []byte          // the reply so far, its lines joined by "\n", reused
 	// closeAfter hangs up once the reply being written is out: a 421 of a
 	// fault rule, which a real MX follows by closing (RFC 5321 §3.8).
@@ -243,14 +243,15 @@ func (w *wire) writeLine(line []byte) error {
 			line = better
 		}
 	}
-	w.obuf = append(append(w.obuf[:0], line...), "\r\n"...)
+	// The lines of a reply go out together, in one write: EHLO's eight
+	// lines were eight system calls, and eight segments on the wire.
+	w.obuf = append(append(w.obuf, line...), "\r\n"...)
 	if len(w.reply) > 0 {
 		w.reply = append(w.reply, '\n')
 	}
 	w.reply = append(w.reply, line...)
 	if len(line) > 3 && line[3] == '-' {
-		_, err := w.conn.Write(w.obuf)
-		return err // more lines follow
+		return nil // more lines follow
 	}
 	// The session hears of the exchange before the client does, so that
 	// a client that has its reply finds the session log knowing of it
@@ -263,6 +264,7 @@ func (w *wire) writeLine(line []byte) error {
 		w.sess.replied(cmd, w.reply)
 	}
 	_, err := w.conn.Write(w.obuf)
+	w.obuf = w.obuf[:0]
 	w.open = false
 	w.reply = w.reply[:0]
 	if w.closeAfter {

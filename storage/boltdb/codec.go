@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"burner/storage"
@@ -271,22 +273,50 @@ func encodeContent(refs int, msg *storage.Message) (rec, raw, sig []byte) {
 		body = *msg.Body
 	}
 	// hot is the search text and the body section: the record's s2 block,
-	// and the dictionary of the raw value.
-	hot := match.AppendSearchText(make([]byte, 0, len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
+	// and the dictionary of the raw value. Both are made of it here, so
+	// its buffer serves the next message.
+	buf := getScratch()
+	defer putScratch(buf)
+	hot := match.AppendSearchText(slices.Grow(buf.b[:0], len(msg.Text)+len(body)+64*len(msg.Headers)+32), msg.Text)
 	text := hot[:len(hot):len(hot)]
 	hot = record.AppendString(hot, body)
 	// Header fields as given: the raw source, compressed with hot as its
 	// dictionary, holds them in the same case.
 	hot = record.AppendHeaders(hot, msg.Headers)
+	buf.b = hot
 
-	rec = binary.AppendUvarint(make([]byte, 0, 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
+	// The record is encoded in a scratch buffer of the s2 block's bound
+	// and copied out at its size, under half of that bound.
+	out := getScratch()
+	defer putScratch(out)
+	rec = binary.AppendUvarint(slices.Grow(out.b[:0], 24+s2.MaxEncodedLen(len(hot))), uint64(refs))
 	rec = append(rec, flags)
 	rec = binary.AppendUvarint(rec, uint64(len(text)))
 	// The better encoder: the block is decoded far more often than it is
 	// encoded, and a few percent smaller keeps more records two to a page.
 	block := s2.EncodeBetter(rec[len(rec):cap(rec)], hot)
-	rec = rec[:len(rec)+len(block)]
-	return rec, encodeCold(hot, msg), match.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
+	out.b = rec[:len(rec)+len(block)]
+	return bytes.Clone(out.b), encodeCold(hot, msg), match.EmailSignature(text, msg.Subject, msg.FromName, msg.From)
+}
+
+// scratch is a buffer an encoding works in and copies out of: a
+// newsletter's hot section and compressed cold section are about 6 KB a
+// message that the collector need not see.
+type scratch struct{ b []byte }
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch bounds the buffers kept for reuse: one huge message must not
+// pin its size.
+const maxScratch = 256 << 10
+
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+func putScratch(s *scratch) {
+	if cap(s.b) <= maxScratch {
+		s.b = s.b[:0]
+		scratches.Put(s)
+	}
 }
 
 // coldDictID names the dictionary of raw values in their zstd frames.
@@ -354,28 +384,33 @@ func putColdDecoder(d *zstd.Decoder) {
 // by zstd with hot (the text and body section) as a raw dictionary, which
 // the raw source mostly repeats.
 func encodeCold(hot []byte, msg *storage.Message) []byte {
-	head := make([]byte, 0, 16+len(msg.Plain)+64*len(msg.Links))
-	head = record.AppendString(head, msg.Plain)
-	head = record.AppendStrings(head, msg.Links)
+	head := getScratch()
+	defer putScratch(head)
+	head.b = record.AppendString(head.b, msg.Plain)
+	head.b = record.AppendStrings(head.b, msg.Links)
 
 	e := getColdEncoder()
 	defer putColdEncoder(e)
+	// The frame is written into a scratch buffer and copied out at its
+	// size, about a seventh of what it compresses.
+	out := getScratch()
+	defer putScratch(out)
+	w := &appendWriter{b: out.b}
 	// The stream, not EncodeAll: EncodeAll encodes with another of the
 	// Encoder's block encoders than the one ResetWithOptions just gave the
 	// dictionary, and each builds and copies a 256 KB table for a new
 	// dictionary (a tenth of a message's CPU, twice). Always a dictionary:
 	// an encoder that changes between none and one is made anew.
-	w := &appendWriter{b: make([]byte, 0, (len(head)+len(msg.Raw))/2+64)}
 	if err := e.ResetWithOptions(w, zstd.WithEncoderDictRaw(coldDictID, coldDict(hot))); err != nil {
 		panic(err) // a raw dictionary of any content is valid
 	}
 	// Writes to w do not fail, so neither do these.
-	e.Write(head)
+	e.Write(head.b)
 	e.Write(msg.Raw)
 	e.Close()
-	out := w.b
+	out.b = w.b
 	w.b = nil // the encoder keeps w until its next use
-	return out
+	return bytes.Clone(out.b)
 }
 
 // appendWriter appends what is written to b.
