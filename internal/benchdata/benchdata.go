@@ -409,3 +409,23 @@ func FilterQueries() []FilterQuery {
 	}
 	return qs
 }
+
+// DeliveredSession is the record smtpd makes of a session that delivers
+// one message to rcpt: EHLO, MAIL, RCPT, DATA and the final dot.
+func DeliveredSession(i int, start time.Time, rcpt string) storage.SMTPSession {
+	id := fmt.Sprintf("0195f3b0-%04x-7000-8000-%012x", i>>48&0xffff, i)
+	end := start.Add(3 * time.Millisecond)
+	ok := "250 2.0.0 OK " + id
+	return storage.SMTPSession{ID: id, StartedAt: start.Truncate(time.Millisecond), EndedAt: &end, Node: "mx1.example.com/[::]:25",
+		Client: storage.SMTPClient{IP: "203.0.113.7", HELO: "mail.sender.example"}, MailFrom: "news@sender.example",
+		Recipients: []storage.SMTPRecipient{{Address: rcpt, Inbox: new(strings.ToLower(storage.LocalPart(rcpt))), Reply: new("250 2.1.5 OK")}},
+		Data:       &storage.SMTPData{Reply: &ok, Bytes: 4096},
+		Outcome:    storage.SMTPDelivered,
+		Transcript: []storage.TranscriptLine{
+			{C: "EHLO mail.sender.example", S: "250-mx1.example.com\n250-PIPELINING\n250-8BITMIME\n250-ENHANCEDSTATUSCODES\n250-CHUNKING\n250-SMTPUTF8\n250-SIZE 10485760\n250 LIMITS RCPTMAX=100"},
+			{C: "MAIL FROM:<news@sender.example>", S: "250 2.1.0 OK"},
+			{C: "RCPT TO:<" + rcpt + ">", S: "250 2.1.5 OK"},
+			{C: "DATA", S: "354 End data with <CR><LF>.<CR><LF>"},
+			{C: ".", S: ok},
+		}}
+}
