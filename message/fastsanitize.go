@@ -2,10 +2,8 @@ package message
 
 import (
 	"net/url"
-	"reflect"
 	"regexp"
 	"strings"
-	"unsafe"
 
 	xhtml "golang.org/x/net/html"
 
@@ -23,16 +21,15 @@ import (
 // applies the rules of bluemonday's sanitize (v1.0.27) for the policy's
 // settings: the elements and attributes it allows, the elements whose
 // content it drops, the URL checks and the rel and target it adds to links.
-// The policy itself is read from the bluemonday Policy that newPolicy
-// builds (policyView), so the two never disagree on what is allowed.
+// The policy is sanitize.go's rules, from which newPolicy builds
+// bluemonday's Policy, so the two never disagree on what is allowed.
 // Whatever it is not sure to read alike (a script, a "<" that is not a
 // tag, an attribute value whose character references the tokenizer would
-// read otherwise in an attribute, a tag cut off by the end of the input, a
-// policy setting it does not implement) sends the whole body to bluemonday
-// instead. FuzzFastSanitize and TestFastSanitizePolicy hold the two to the
+// read otherwise in an attribute, a tag cut off by the end of the input)
+// sends the whole body to bluemonday instead. FuzzFastSanitize and TestFastSanitizePolicy hold the two to the
 // same output.
 
-// policyView is what the fast sanitizer needs of a bluemonday Policy.
+// policyView is what the fast sanitizer needs of the policy.
 type policyView struct {
 	elements map[string]map[string][]*regexp.Regexp // allowed elements, their attributes and the patterns a value must match (nil: any)
 	global   map[string][]*regexp.Regexp            // attributes allowed on every element
@@ -40,85 +37,64 @@ type policyView struct {
 	skip     map[string]bool                        // elements whose content is dropped
 	schemes  map[string][]func(*url.URL) bool       // URL schemes allowed, and what their URLs must pass (none: any)
 
-	requireNoFollow, requireNoFollowFQ, targetBlankFQ, relativeURLs bool
+	requireNoFollow, targetBlankFQ, relativeURLs bool
 }
 
-// viewPolicy reads p's settings, or returns nil when p uses one the fast
-// sanitizer does not implement or its fields are not as in bluemonday
-// v1.0.27: then every body goes to bluemonday.
-func viewPolicy(p *bluemonday.Policy) (view *policyView) {
-	defer func() {
-		if recover() != nil {
-			view = nil // a field of another type than expected
+// htmlElements are the element names whose content bluemonday may drop
+// when they are not allowed: every element of HTML, and those of its
+// own default list that HTML does not have. Which of them it drops is
+// asked of bluemonday itself (newPolicyView); an element of another name
+// keeps its content, as bluemonday's default list has it.
+var htmlElements = []string{"a", "abbr", "acronym", "address", "applet", "area", "article", "aside", "audio", "b", "base",
+	"basefont", "bdi", "bdo", "bgsound", "big", "blink", "blockquote", "body", "br", "button", "canvas", "caption", "center",
+	"cite", "code", "col", "colgroup", "data", "datalist", "dd", "del", "details", "dfn", "dialog", "dir", "div", "dl", "dt",
+	"em", "embed", "fieldset", "figcaption", "figure", "font", "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4",
+	"h5", "h6", "head", "header", "hgroup", "hr", "html", "i", "iframe", "image", "img", "input", "ins", "isindex", "kbd",
+	"keygen", "label", "legend", "li", "link", "listing", "main", "map", "mark", "marquee", "math", "menu", "menuitem",
+	"meta", "meter", "multicol", "nav", "nextid", "nobr", "noembed", "noframes", "noscript", "nostyle", "object", "ol",
+	"optgroup", "option", "output", "p", "param", "picture", "plaintext", "portal", "pre", "progress", "q", "rb", "rp", "rt",
+	"rtc", "ruby", "s", "samp", "script", "search", "section", "select", "slot", "small", "source", "spacer", "span", "strike",
+	"strong", "style", "sub", "summary", "sup", "svg", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead",
+	"time", "title", "tr", "track", "tt", "u", "ul", "var", "video", "wbr", "xmp"}
+
+// newPolicyView returns the rules of sanitize.go as the fast sanitizer
+// reads them. Two sets are bluemonday's own defaults rather than burner's
+// rules, and are asked of p, the Policy newPolicy built of the same
+// rules: which allowed elements stay without attributes, and which
+// elements that are not allowed take their content with them.
+func newPolicyView(p *bluemonday.Policy) *policyView {
+	v := &policyView{elements: map[string]map[string][]*regexp.Regexp{}, global: map[string][]*regexp.Regexp{},
+		noAttrs: map[string]bool{}, skip: map[string]bool{}, schemes: urlSchemes,
+		requireNoFollow: requireNoFollow, targetBlankFQ: targetBlankLinks, relativeURLs: allowRelativeURLs}
+	element := func(name string) map[string][]*regexp.Regexp {
+		if v.elements[name] == nil {
+			v.elements[name] = map[string][]*regexp.Regexp{}
 		}
-	}()
-	// readable returns the field name of the struct v (addressable) as a
-	// value whose contents can be taken, unexported as it is.
-	readable := func(v reflect.Value, name string) reflect.Value {
-		f := v.FieldByName(name)
-		if !f.IsValid() {
-			panic("no field " + name)
-		}
-		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+		return v.elements[name]
 	}
-	v := reflect.ValueOf(p).Elem()
-	field := func(name string) reflect.Value { return readable(v, name) }
-	flag := func(name string) bool { return field(name).Interface().(bool) }
-	empty := func(name string) bool { return field(name).Len() == 0 }
-	for _, off := range []string{"addSpaces", "requireNoReferrer", "requireNoReferrerFullyQualifiedLinks",
-		"requireCrossOriginAnonymous", "allowDataAttributes", "allowComments", "allowUnsafe"} {
-		if flag(off) {
-			return nil
+	for _, name := range bareElements {
+		element(name)
+	}
+	for _, r := range attrRules {
+		for _, a := range r.attrs {
+			if len(r.on) == 0 {
+				v.global[a] = append(v.global[a], r.match)
+			}
+			for _, name := range r.on {
+				attrs := element(name)
+				attrs[a] = append(attrs[a], r.match)
+			}
 		}
 	}
-	for _, none := range []string{"requireSandboxOnIFrame", "elsMatchingAndAttrs", "elsAndStyles", "elsMatchingAndStyles",
-		"globalStyles", "allowURLSchemeRegexps", "setOfElementsMatchingAllowedWithoutAttrs"} {
-		if !empty(none) {
-			return nil
+	for name := range v.elements {
+		v.noAttrs[name] = strings.HasPrefix(p.Sanitize("<"+name+">"), "<"+name)
+	}
+	for _, name := range htmlElements {
+		if _, ok := v.elements[name]; !ok {
+			v.skip[name] = !strings.Contains(p.Sanitize("<"+name+">x</"+name+">"), "x")
 		}
 	}
-	if !field("srcRewriter").IsNil() || !flag("requireParseableURLs") {
-		return nil
-	}
-	patterns := func(list reflect.Value) []*regexp.Regexp {
-		out := make([]*regexp.Regexp, list.Len())
-		for i := range out {
-			out[i] = readable(list.Index(i), "regexp").Interface().(*regexp.Regexp)
-		}
-		return out
-	}
-	attrs := func(m reflect.Value) map[string][]*regexp.Regexp {
-		out := map[string][]*regexp.Regexp{}
-		for it := m.MapRange(); it.Next(); {
-			out[it.Key().String()] = patterns(it.Value())
-		}
-		return out
-	}
-	set := func(m reflect.Value) map[string]bool {
-		out := map[string]bool{}
-		for it := m.MapRange(); it.Next(); {
-			out[it.Key().String()] = true
-		}
-		return out
-	}
-	view = &policyView{elements: map[string]map[string][]*regexp.Regexp{}, global: attrs(field("globalAttrs")),
-		noAttrs: set(field("setOfElementsAllowedWithoutAttrs")), skip: set(field("setOfElementsToSkipContent")),
-		schemes:         map[string][]func(*url.URL) bool{},
-		requireNoFollow: flag("requireNoFollow"), requireNoFollowFQ: flag("requireNoFollowFullyQualifiedLinks"),
-		targetBlankFQ: flag("addTargetBlankToFullyQualifiedLinks"), relativeURLs: flag("allowRelativeURLs")}
-	for it := field("elsAndAttrs").MapRange(); it.Next(); {
-		view.elements[it.Key().String()] = attrs(it.Value())
-	}
-	fn := reflect.TypeFor[func(*url.URL) bool]()
-	for it := field("allowURLSchemes").MapRange(); it.Next(); {
-		list := it.Value()
-		fs := make([]func(*url.URL) bool, list.Len())
-		for i := range fs {
-			fs[i] = list.Index(i).Convert(fn).Interface().(func(*url.URL) bool)
-		}
-		view.schemes[it.Key().String()] = fs
-	}
-	return view
+	return v
 }
 
 // fastSanitizer is the state of one body's sanitizing, bluemonday's own.
@@ -746,7 +722,7 @@ func (s *fastSanitizer) allowAttrs(name string, aps map[string][]*regexp.Regexp)
 		kept = append(kept, a)
 	}
 	clean = kept
-	if len(clean) == 0 || !(s.p.requireNoFollow || s.p.requireNoFollowFQ || s.p.targetBlankFQ) {
+	if len(clean) == 0 || !(s.p.requireNoFollow || s.p.targetBlankFQ) {
 		return clean
 	}
 	switch name {
@@ -766,7 +742,7 @@ func (s *fastSanitizer) allowAttrs(name string, aps map[string][]*regexp.Regexp)
 	if !hrefFound {
 		return clean
 	}
-	addNoFollow := s.p.requireNoFollow || external && s.p.requireNoFollowFQ
+	addNoFollow := s.p.requireNoFollow
 	addTargetBlank := external && s.p.targetBlankFQ
 	noFollowFound, targetBlankFound := false, false
 	tmp := s.spare[:0]
