@@ -113,6 +113,16 @@ func (l *limitListener) release(c *limitConn) {
 	<-l.slots
 }
 
+// closeAll closes every connection the listener has handed out; each gives
+// its slot back as its session ends.
+func (l *limitListener) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		c.Conn.Close()
+	}
+}
+
 // addrOf is a connection's IP address; the zero Addr if it has none.
 func addrOf(a net.Addr) netip.Addr {
 	ap, err := netip.ParseAddrPort(a.String())

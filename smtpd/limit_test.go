@@ -162,3 +162,40 @@ func TestServeRefusesWithoutWire(t *testing.T) {
 		t.Errorf("Shutdown after Serve refused: %v", err)
 	}
 }
+
+// TestShutdownClosesWhatOutlastsIt: a session still open when Shutdown's
+// context ends is closed then, rather than left to the process's exit
+// (go-smtp's own Close does nothing once Shutdown has begun).
+func TestShutdownClosesWhatOutlastsIt(t *testing.T) {
+	db := openDB(t)
+	srv := New(db, Options{}, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	conn, err := net.DialTimeout("tcp", ln.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	if greeting, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(greeting, "220 ") {
+		t.Fatalf("greeting %q, %v", greeting, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown with an idle session open = %v, want the context's deadline", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, err := io.ReadAll(r)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the session is still open 5 s after Shutdown gave up (read %q)", rest)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Serve returned %v", err)
+	}
+}

@@ -144,6 +144,11 @@ type Server struct {
 	// reply, so that Shutdown can wait for their commits.
 	inflight sync.WaitGroup
 
+	// listeners are those Serve accepts on, so that Shutdown can close
+	// the connections they handed out when its context ends.
+	lnMu      sync.Mutex
+	listeners []*limitListener
+
 	// buffers holds the *bytes.Buffer that DATA reads messages into: a
 	// message is parsed and stored (storage copies what it keeps) before
 	// the reply, so its buffer serves the next one.
@@ -246,7 +251,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return s.wireErr
 	}
 	perAddress := "421 4.7.0 Too many connections from your address (limit " + strconv.Itoa(s.maxConnsIP) + " per address), try again later\r\n"
-	err := s.smtp.Serve(newLimitListener(ln, s.maxConns, s.maxConnsIP, s.trusted, s.stressIdle, func(c net.Conn, perAddr bool) {
+	ll := newLimitListener(ln, s.maxConns, s.maxConnsIP, s.trusted, s.stressIdle, func(c net.Conn, perAddr bool) {
 		if perAddr {
 			s.log.Warn("connection refused: too many from one address", "remote", c.RemoteAddr().String(), "max", s.maxConnsIP)
 			s.metrics.refused.WithLabelValues(refusedPerAddress).Inc()
@@ -256,7 +261,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.log.Warn("connection refused: too many", "remote", c.RemoteAddr().String(), "max", s.maxConns)
 		s.metrics.refused.WithLabelValues(refusedTotal).Inc()
 		tooBusy(c, "421 4.7.0 Too many connections, try again later\r\n")
-	}))
+	})
+	s.lnMu.Lock()
+	s.listeners = append(s.listeners, ll)
+	s.lnMu.Unlock()
+	err := s.smtp.Serve(ll)
 	if errors.Is(err, smtp.ErrServerClosed) {
 		return nil
 	}
@@ -270,7 +279,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.quitOnce.Do(func() { close(s.quit) })
 	err := s.smtp.Shutdown(ctx)
 	if err != nil {
-		s.smtp.Close()
+		// The sessions still open when ctx ends are closed here: go-smtp's
+		// Close does nothing once Shutdown has begun (v0.25.1: Shutdown
+		// has marked the server closed, and Close returns at that mark).
+		s.lnMu.Lock()
+		for _, ll := range s.listeners {
+			ll.closeAll()
+		}
+		s.lnMu.Unlock()
 	}
 	s.inflight.Wait()
 	if errors.Is(err, smtp.ErrServerClosed) {
