@@ -86,6 +86,20 @@ const MaxFaultRules = 1000
 // delete some before arming more.
 var ErrTooManyFaultRules = errors.New("storage: too many fault rules")
 
+// CleanConfigFaultRules cleans every rule armed from the configuration
+// (CleanFaultRule) and returns them with their ids (ConfigFaultRuleIDs):
+// what an engine's ArmFaultRules does before it writes.
+func CleanConfigFaultRules(rules []FaultRule) ([]FaultRule, []string, error) {
+	clean := make([]FaultRule, len(rules))
+	for i, r := range rules {
+		var err error
+		if clean[i], err = CleanFaultRule(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return clean, ConfigFaultRuleIDs(clean), nil
+}
+
 // ConfigFaultRuleIDs returns the ids of rules armed from the
 // configuration (Engine.ArmFaultRules): each made from the rule's
 // content and how many equal rules come before it, so that the same

@@ -203,16 +203,12 @@ func (db *DB) ArmFaultRules(ctx context.Context, rules []storage.FaultRule) ([]s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	want := make([]storage.FaultRule, len(rules))
-	for i, r := range rules {
-		var err error
-		if want[i], err = storage.CleanFaultRule(r); err != nil {
-			return nil, err
-		}
+	want, ids, err := storage.CleanConfigFaultRules(rules)
+	if err != nil {
+		return nil, err
 	}
-	ids := storage.ConfigFaultRuleIDs(want)
 	var armed []storage.FaultRule
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
 		armed = nil
 		have, err := faultRules(tx)
 		if err != nil {

@@ -153,16 +153,12 @@ func (db *DB) ArmFaultRules(ctx context.Context, rules []storage.FaultRule) ([]s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	want := make([]storage.FaultRule, len(rules))
-	for i, r := range rules {
-		var err error
-		if want[i], err = storage.CleanFaultRule(r); err != nil {
-			return nil, err
-		}
+	want, ids, err := storage.CleanConfigFaultRules(rules)
+	if err != nil {
+		return nil, err
 	}
-	ids := storage.ConfigFaultRuleIDs(want)
 	var armed []storage.FaultRule
-	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		armed = nil
 		if err := lockFaultRules(ctx, tx); err != nil {
 			return err
