@@ -164,7 +164,7 @@ refused.
 func newStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show what the data file holds: emails, inboxes, size, oldest email, keys",
+		Short: "Show what the data file holds: emails, inboxes, size, oldest email, keys, the session log, webhook events",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withStore(cmd, readOnly, func(st store, cfg Config) error {
@@ -181,8 +181,8 @@ func newStatsCmd() *cobra.Command {
 				if isPostgres(cfg.Data) {
 					what = "the database"
 				}
-				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\n",
-					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys)
+				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\nsmtp sessions logged\t%d\n",
+					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys, s.SMTPSessions)
 				// spec §9: the webhook events waiting.
 				ws, err := st.Waiting(cmd.Context())
 				if err != nil {

@@ -138,6 +138,8 @@ func newRegistry(db storage.Engine) *prometheus.Registry {
 			stats(func(st storage.Stats) float64 { return float64(st.Inboxes) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_data_file_bytes", Help: "Size of the data file."},
 			stats(func(st storage.Stats) float64 { return float64(st.FileBytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "burner_smtp_sessions_logged", Help: "Records in the SMTP session log (spec §13.1)."},
+			stats(func(st storage.Stats) float64 { return float64(st.SMTPSessions) })),
 	)
 	return reg
 }

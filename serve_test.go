@@ -388,6 +388,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		`burner_http_request_duration_seconds_count{route="GET /api/v1/emails"} 1`,
 		"burner_sweeper_deleted_total 0",
 		"burner_data_file_bytes ",
+		"burner_smtp_sessions_logged ",
 		"go_goroutines ",
 	} {
 		if !strings.Contains(string(body), want) {
