@@ -1,7 +1,7 @@
 package postgres_test
 
 // Benchmarks of the PostgreSQL engine on realistic messages, for the
-// figures of issue 14: ingest from 8 writers beside the bbolt engine in
+// figures of docs/performance.md and docs/scale.md: ingest from 8 writers beside the bbolt engine in
 // the same run, listing the newest 10 of an inbox of 10,000, and the
 // filters over it. Run them against a PostgreSQL on the same machine:
 //
@@ -93,7 +93,7 @@ func inboxOf(b *testing.B, n int) *postgres.DB {
 }
 
 // reportP50 reports the median of the times of b's operations, the
-// figure issue 14 sets targets for: ns/op is their mean, which a few slow
+// figure docs/scale.md's targets are in: ns/op is their mean, which a few slow
 // queries (an autovacuum, a checkpoint) pull up.
 func reportP50(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)

@@ -149,7 +149,7 @@ type delivery struct {
 // maxBatch bounds the deliveries of one transaction
 // (commit.Group). PostgreSQL groups the WAL flushes of concurrent
 // commits too, but a commit per message also costs a round trip per
-// statement and a NOTIFY each (issue 14).
+// statement and a NOTIFY each (docs/scale.md).
 const maxBatch = 64
 
 // commitTimeout bounds one batch's transaction, so that a database that
