@@ -181,7 +181,7 @@ func newStatsCmd() *cobra.Command {
 				if isPostgres(cfg.Data) {
 					what = "the database"
 				}
-				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\nsmtp sessions logged\t%d\n",
+				fmt.Fprintf(tw, "emails\t%d\ninboxes\t%d\nbytes\t%d (%s, %s)\noldest email\t%s\nkeys\t%d\nsmtp sessions\t%d\n",
 					s.Emails, s.Inboxes, s.FileBytes, formatBytes(s.FileBytes), what, oldest, s.Keys, s.SMTPSessions)
 				// spec §9: the webhook events waiting.
 				ws, err := st.Waiting(cmd.Context())
