@@ -387,6 +387,11 @@ func (ss *session) delivered(rec *storage.SMTPSession, emails []storage.Email, e
 		}
 		r.stored = rec
 		r.rec.Emails = rec.Emails
+		if r.logged {
+			// The rate bounds sessions that store no mail (spec §13.1):
+			// this one's record is the delivery's, so its token goes back.
+			ss.srv.logRate.refund()
+		}
 	}
 	if r.loggedOut {
 		ss.end(ss.srv.now())
@@ -475,6 +480,16 @@ type rateLimit struct {
 
 func newRateLimit(rate float64) *rateLimit {
 	return &rateLimit{rate: rate, tokens: rate}
+}
+
+// refund gives back a token taken by allow, up to the bucket's size.
+func (l *rateLimit) refund() {
+	if l.rate < 0 {
+		return
+	}
+	l.mu.Lock()
+	l.tokens = min(l.rate, l.tokens+1)
+	l.mu.Unlock()
 }
 
 // allow takes a token at now, if there is one.

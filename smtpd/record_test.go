@@ -346,6 +346,39 @@ func TestRecordRate(t *testing.T) {
 	})
 }
 
+// TestRecordRateSparesDelivered: the rate bounds the sessions that store
+// no mail (spec §13.1), so sessions that deliver do not use it up.
+func TestRecordRateSparesDelivered(t *testing.T) {
+	db := openDB(t)
+	log := newSessionLog(t, db)
+	reg := prometheus.NewRegistry()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC) // stands still: no token comes back
+	addr := startDaemon(t, db, Options{Domains: []string{"inbox.test"}, SessionLog: log, SessionLogRate: 1, Metrics: reg,
+		Now: func() time.Time { return now }})
+	for range 3 {
+		c := dialRaw(t, addr)
+		c.envelope("kept@inbox.test")
+		c.send("DATA\r\n")
+		c.lines()
+		c.sayLike(simple+".\r\n", "250 2.0.0 OK "+uuid7)
+		c.quit()
+	}
+	for i := range 2 {
+		c := dialRaw(t, addr)
+		c.send("EHLO flood.test\r\n")
+		c.lines()
+		c.say("MAIL FROM:<a@sender.test>", "250 2.1.0 OK")
+		c.say(fmt.Sprintf("RCPT TO:<x%d@elsewhere.test>", i), "550 5.1.1 Relay access denied: not an inbox domain here")
+		c.quit()
+	}
+	if recs := log.waitEnded(t, 4); len(recs) != 4 {
+		t.Errorf("%d records, want the 3 deliveries and the first refusal: %+v", len(recs), recs)
+	}
+	if n := gaugeValue(t, reg, "burner_smtp_sessions_unlogged_total"); n != 1 {
+		t.Errorf("unlogged = %v, want 1: the second refusal, past the rate of 1", n)
+	}
+}
+
 // gaugeValue reads the value of the unlabelled counter name.
 func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
