@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -101,12 +102,17 @@ func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// One row per session: of two records of one, the ended one, else
-	// the later.
-	byKey := make(map[string]int, len(recs))
+	// One row per session, by the table's key (the start in
+	// milliseconds, the id): of two records of one, the ended one, else
+	// the later. Two rows of one key would fail the statement.
+	type rowKey struct {
+		started int64
+		id      string
+	}
+	byKey := make(map[rowKey]int, len(recs))
 	var keep []int
 	for i := range recs {
-		k := recs[i].StartedAt.String() + recs[i].ID
+		k := rowKey{recs[i].StartedAt.UnixMilli(), recs[i].ID}
 		j, ok := byKey[k]
 		switch {
 		case !ok:
@@ -119,7 +125,7 @@ func (db *DB) WriteSMTPSessions(ctx context.Context, recs []storage.SMTPSession)
 	// In the order of the key, as every writer locks rows, so that two
 	// batches do not wait for each other in a cycle.
 	slices.SortFunc(keep, func(a, b int) int {
-		if c := recs[a].StartedAt.Compare(recs[b].StartedAt); c != 0 {
+		if c := cmp.Compare(recs[a].StartedAt.UnixMilli(), recs[b].StartedAt.UnixMilli()); c != 0 {
 			return c
 		}
 		return strings.Compare(recs[a].ID, recs[b].ID)

@@ -131,8 +131,22 @@ func testSMTPLog(t *testing.T, open Opener) {
 			t.Errorf("SMTPSessions(%+v) = %v, want %v", tc.q, got, tc.want)
 		}
 	}
-	if _, err := db.SMTPSessions(ctx, storage.SMTPSessionQuery{Limit: 0}); err != nil {
-		t.Errorf("SMTPSessions without a limit: %v", err)
+	// Two records of one session whose starts differ below the
+	// millisecond are one row: the store keeps starts to the millisecond.
+	late := SMTPSession(SessionID(5), t0.Add(3*time.Second), true, "erin@inbox.test")
+	late.StartedAt = late.StartedAt.Add(300 * time.Microsecond)
+	writeSessions(t, db, late, SMTPSession(SessionID(5), t0.Add(3*time.Second), false, "erin@inbox.test"))
+	if got, err := db.SMTPSessions(ctx, storage.SMTPSessionQuery{Inbox: "erin"}); err != nil || len(got) != 1 || got[0].EndedAt == nil {
+		t.Errorf("SMTPSessions(erin) after two records of one session in one batch, starts 300 µs apart = %+v, %v; want the ended one", got, err)
+	}
+	// Without a limit, DefaultSMTPSessions of them.
+	var many []storage.SMTPSession
+	for i := range storage.DefaultSMTPSessions + 1 {
+		many = append(many, SMTPSession(SessionID(100+i), t0.Add(time.Minute+time.Duration(i)*time.Second), true, "frank@inbox.test"))
+	}
+	writeSessions(t, db, many...)
+	if got := listSessions(t, db, storage.SMTPSessionQuery{Limit: 0}); len(got) != storage.DefaultSMTPSessions || got[0] != SessionID(100+storage.DefaultSMTPSessions) {
+		t.Errorf("SMTPSessions without a limit = %v, want the newest %d", got, storage.DefaultSMTPSessions)
 	}
 	bad := SMTPSession("not-a-uuid", t0, true, "alice@inbox.test")
 	if err := db.WriteSMTPSessions(ctx, []storage.SMTPSession{bad}); err == nil {
