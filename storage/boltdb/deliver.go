@@ -143,7 +143,7 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 			return err
 		}
 	}
-	c := eb.Cursor()
+	inboxes := tx.Bucket(bucketInboxes)
 	for i, rec := range d.records {
 		seq, err := eb.NextSequence()
 		if err != nil {
@@ -152,10 +152,13 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 		copy(rec[18:26], ckey)
 		// spec §3: receivedAt strictly increases within an inbox, in
 		// commit order, which is decided here, in the transaction.
+		// The inbox's record holds its newest email's time (addCount), and
+		// sees an earlier delivery of this commit to the same inbox.
 		d.times[i] = d.received
-		prefix := append(d.inboxes[i][:len(d.inboxes[i]):len(d.inboxes[i])], 0)
-		if newest, ok := timeIn(newestKey(c, prefix), prefix); ok && !d.received.After(newest) {
-			d.times[i] = newest.Add(time.Millisecond)
+		if n, newest, _ := decodeInbox(inboxes.Get(d.inboxes[i])); n > 0 {
+			if t := record.FromMilli(int64(newest)); !d.received.After(t) {
+				d.times[i] = t.Add(time.Millisecond)
+			}
 		}
 		key := emailKey(d.inboxes[i], d.times[i], seq)
 		if err := eb.Put(key, rec); err != nil {
