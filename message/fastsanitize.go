@@ -35,9 +35,6 @@ type policyView struct {
 	global   map[string][]*regexp.Regexp            // attributes allowed on every element
 	noAttrs  map[string]bool                        // elements kept without attributes
 	skip     map[string]bool                        // elements whose content is dropped
-	schemes  map[string][]func(*url.URL) bool       // URL schemes allowed, and what their URLs must pass (none: any)
-
-	requireNoFollow, targetBlankFQ, relativeURLs bool
 }
 
 // htmlElements are the element names whose content bluemonday may drop
@@ -64,8 +61,7 @@ var htmlElements = []string{"a", "abbr", "acronym", "address", "applet", "area",
 // elements that are not allowed take their content with them.
 func newPolicyView(p *bluemonday.Policy) *policyView {
 	v := &policyView{elements: map[string]map[string][]*regexp.Regexp{}, global: map[string][]*regexp.Regexp{},
-		noAttrs: map[string]bool{}, skip: map[string]bool{}, schemes: urlSchemes,
-		requireNoFollow: requireNoFollow, targetBlankFQ: targetBlankLinks, relativeURLs: allowRelativeURLs}
+		noAttrs: map[string]bool{}, skip: map[string]bool{}}
 	element := func(name string) map[string][]*regexp.Regexp {
 		if v.elements[name] == nil {
 			v.elements[name] = map[string][]*regexp.Regexp{}
@@ -709,20 +705,27 @@ func (s *fastSanitizer) allowAttrs(name string, aps map[string][]*regexp.Regexp)
 	if len(clean) == 0 || !linkable(name) {
 		return clean
 	}
-	// URLs must parse and pass the scheme's checks.
+	// URLs must parse and pass the scheme's checks. An href that names a
+	// host makes the link external (bluemonday parses the URL it wrote
+	// again to know; the host is the same).
 	kept := clean[:0]
+	hrefFound, external := false, false
 	for _, a := range clean {
 		if urlAttr(name, a.key) {
-			u, ok := s.p.validURL(a.val)
+			u, ok := validURL(a.val)
 			if !ok {
 				continue
 			}
-			a.val = u
+			a.val = u.String()
+			if a.key == "href" {
+				hrefFound = true
+				external = external || u.Host != ""
+			}
 		}
 		kept = append(kept, a)
 	}
 	clean = kept
-	if len(clean) == 0 || !(s.p.requireNoFollow || s.p.targetBlankFQ) {
+	if len(clean) == 0 || !(requireNoFollow || targetBlankLinks) {
 		return clean
 	}
 	switch name {
@@ -730,20 +733,11 @@ func (s *fastSanitizer) allowAttrs(name string, aps map[string][]*regexp.Regexp)
 	default:
 		return clean
 	}
-	hrefFound, external := false, false
-	for _, a := range clean {
-		if a.key == "href" {
-			hrefFound = true
-			if u, err := url.Parse(a.val); err == nil && u.Host != "" {
-				external = true
-			}
-		}
-	}
 	if !hrefFound {
 		return clean
 	}
-	addNoFollow := s.p.requireNoFollow
-	addTargetBlank := external && s.p.targetBlankFQ
+	addNoFollow := requireNoFollow
+	addTargetBlank := external && targetBlankLinks
 	noFollowFound, targetBlankFound := false, false
 	tmp := s.spare[:0]
 	for _, a := range clean {
@@ -836,41 +830,42 @@ func urlAttr(name, key string) bool {
 }
 
 // validURL is bluemonday's check of a URL attribute under a policy that
-// requires parseable URLs: the URL as it writes it, or false.
-func (p *policyView) validURL(raw string) (string, bool) {
+// requires parseable URLs: the URL, which it writes as u.String(), or
+// false.
+func validURL(raw string) (*url.URL, bool) {
 	raw = strings.TrimSpace(raw)
 	if strings.ContainsAny(raw, " \t\n") {
 		// Only a data: URL may hold white space, and the policies burner
 		// makes allow no data: scheme: bluemonday refuses it too, after
 		// more work.
 		if strings.HasPrefix(raw, "data:") {
-			if _, ok := p.schemes["data"]; ok {
+			if _, ok := urlSchemes["data"]; ok {
 				bail()
 			}
 		}
-		return "", false
+		return nil, false
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
 	if u.Scheme != "" {
-		checks, ok := p.schemes[u.Scheme]
+		checks, ok := urlSchemes[u.Scheme]
 		if !ok {
-			return "", false
+			return nil, false
 		}
 		if len(checks) == 0 {
-			return u.String(), true
+			return u, true
 		}
 		for _, check := range checks {
 			if check(u) {
-				return u.String(), true
+				return u, true
 			}
 		}
-		return "", false
+		return nil, false
 	}
-	if p.relativeURLs && u.String() != "" {
-		return u.String(), true
+	if allowRelativeURLs && u.String() != "" {
+		return u, true
 	}
-	return "", false
+	return nil, false
 }
