@@ -1,13 +1,10 @@
 package webhook
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"burner/emailjson"
@@ -45,19 +42,16 @@ func sign(key []byte, id, timestamp string, body []byte) string {
 }
 
 // eventBody returns the POST body of an email's event: the same bytes
-// for every attempt, so that a receiver may compare retries.
+// for every attempt, so that a receiver may compare retries. The email is
+// written by emailjson.Append, as the API writes it.
 func eventBody(e storage.Email) []byte {
-	type event struct {
-		Type      string          `json:"type"`
-		Timestamp string          `json:"timestamp"`
-		Data      emailjson.Email `json:"data"`
+	size := 512
+	if e.Body != nil {
+		size += len(*e.Body)
 	}
-	data := emailjson.New(e)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // as the API writes bodies
-	if err := enc.Encode(event{"email.received", data.ReceivedAt, data}); err != nil {
-		panic(fmt.Sprintf("webhook body: %v", err)) // strings and bools always encode
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	b := append(make([]byte, 0, size), `{"type":"email.received","timestamp":"`...)
+	b = e.ReceivedAt.UTC().AppendFormat(b, emailjson.TimeLayout)
+	b = append(b, `","data":`...)
+	b = emailjson.Append(b, &e)
+	return append(b, '}')
 }

@@ -3,7 +3,13 @@ package webhook
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
+
+	"burner/emailjson"
+	"burner/storage"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -41,6 +47,33 @@ func TestParseSecret(t *testing.T) {
 		key, err := ParseSecret(tc.secret)
 		if (err == nil) != tc.ok || (tc.ok && len(key) < 24) {
 			t.Errorf("ParseSecret(%q) = %d bytes, %v; want ok %v", tc.secret, len(key), err, tc.ok)
+		}
+	}
+}
+
+// TestEventBodyAsEncodingJSON: the event's bytes are what encoding/json
+// writes of it, with HTML left unescaped as the API writes bodies.
+func TestEventBodyAsEncodingJSON(t *testing.T) {
+	subject, body := "Caf\u00e9 <b> & \"quotes\" \u2028", "<p>Hi &amp; <a href=\"https://x.test/?a=1&b=2\">link</a></p>\n\ttab \x01"
+	for _, e := range []storage.Email{
+		{ID: "0195f3b0-0000-7000-8000-000000000001", To: "alice@inbox.test", From: "a@sender.test", FromName: "A \"B\"",
+			Subject: &subject, Body: &body, ReceivedAt: time.Date(2026, 3, 14, 15, 9, 26, 535e6, time.FixedZone("x", 3600)), Read: true},
+		{ID: "0195f3b0-0000-7000-8000-000000000002", To: "bob@inbox.test", ReceivedAt: time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)},
+	} {
+		type event struct {
+			Type      string          `json:"type"`
+			Timestamp string          `json:"timestamp"`
+			Data      emailjson.Email `json:"data"`
+		}
+		data := emailjson.New(e)
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(event{"email.received", data.ReceivedAt, data}); err != nil {
+			t.Fatal(err)
+		}
+		if got := eventBody(e); string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("eventBody =\n%s\nencoding/json:\n%s", got, want.String())
 		}
 	}
 }
