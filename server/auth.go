@@ -147,10 +147,10 @@ func authWait(rawQuery string) (time.Duration, error) {
 		return 0, nil
 	}
 	n, ok := decimal(s)
-	if !ok || n < 1 || time.Duration(n)*time.Second > maxWait {
+	if !ok {
 		return 0, errWait
 	}
-	return time.Duration(n) * time.Second, nil
+	return waitSeconds(n)
 }
 
 // auth returns the authentication record of email id; while it is

@@ -170,13 +170,26 @@ func (r listRequest) query() (listQuery, error) {
 	// Spec §14: combinable with every filter, subject, search and body
 	// included (it is not one of the three of errOneFilter).
 	q.From = r.From
-	if r.malformed == "wait" || r.Wait != nil && (*r.Wait < 1 || time.Duration(*r.Wait)*time.Second > maxWait) {
+	if r.malformed == "wait" {
 		return listQuery{}, errWait
 	}
 	if r.Wait != nil {
-		q.wait = time.Duration(*r.Wait) * time.Second
+		wait, err := waitSeconds(*r.Wait)
+		if err != nil {
+			return listQuery{}, err
+		}
+		q.wait = wait
 	}
 	return q, nil
+}
+
+// waitSeconds is a wait of n seconds, 1 to 60 (spec §5), for a list and
+// for an email's verdict (spec §12); else errWait.
+func waitSeconds(n int) (time.Duration, error) {
+	if n < 1 || time.Duration(n)*time.Second > maxWait {
+		return 0, errWait
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // parseHeaderFilter parses header=Name:value (spec §5): a header field

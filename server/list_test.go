@@ -217,7 +217,22 @@ func TestParamErrorNamed(t *testing.T) {
 // TestUnixSeconds: MCP's since, a JSON number, counts to the digit that
 // the agent wrote, as the API's text does.
 func TestUnixSeconds(t *testing.T) {
-	for _, f := range []float64{0, 1741964968.535, 1741964968.123456, 1e3, 1e300} {
+	for _, tc := range []struct {
+		f    float64
+		want time.Time
+	}{
+		{0, time.Unix(0, 0)},
+		{1741964968.535, time.Unix(1741964968, 535_000_000)},
+		{1741964968.123456, time.Unix(1741964968, 123_456_000)},
+		{1e3, time.Unix(1000, 0)},
+		{0.000001, time.Unix(0, 1000)},
+	} {
+		if got, err := unixSeconds(tc.f); err != nil || !got.Equal(tc.want) {
+			t.Errorf("unixSeconds(%v) = %v, %v; want %v", tc.f, got, err, tc.want.UTC())
+		}
+	}
+	// As the API's text does: the same instant for the digits written.
+	for _, f := range []float64{1741964968.535, 1e300} {
 		text := strconv.FormatFloat(f, 'f', -1, 64)
 		got, err := unixSeconds(f)
 		want, werr := parseTime(text)

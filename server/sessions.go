@@ -14,12 +14,9 @@ import (
 // from the query string and MCP's list_sessions builds from its tool's
 // arguments, and one check of it.
 
-// The 400s of a listing of sessions, each naming its parameter; to's are
+// errSessionsLimit is the 400 of a listing's limit; to's and since's are
 // the email list's (list.go).
-var (
-	errSessionsLimit = &paramError{Param: "limit", Msg: "'limit' must be an integer from 1 to 100."}
-	errSessionsSince = &paramError{Param: "since", Msg: "'since' must be a Unix timestamp in seconds."}
-)
+var errSessionsLimit = &paramError{Param: "limit", Msg: "'limit' must be an integer from 1 to 100."}
 
 // sessionsRequest is what a listing of sessions asks for, in the API's
 // parameters; a field at its zero value was not given.
@@ -79,7 +76,7 @@ func (r sessionsRequest) query() (storage.SMTPSessionQuery, error) {
 		q.Limit = *r.Limit
 	}
 	if r.malformed == "since" {
-		return storage.SMTPSessionQuery{}, errSessionsSince
+		return storage.SMTPSessionQuery{}, errSince
 	}
 	if r.Since != nil {
 		q.Since = *r.Since
