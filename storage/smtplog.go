@@ -130,7 +130,3 @@ func (s *SMTPSession) Inboxes() []string {
 	}
 	return out
 }
-
-// Ended reports whether the record is final: a record still open
-// (EndedAt nil) never replaces an ended one of the same session.
-func (s *SMTPSession) Ended() bool { return s.EndedAt != nil }
