@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"net/url"
 
 	"burner/codes"
 )
@@ -12,10 +11,10 @@ import (
 // would read the text too often (codes.ErrTooCostly).
 var errBadPattern = badRequest("'pattern' must be a valid regular expression.")
 
-// codesPattern returns the compiled pattern= of q, nil when there is none
-// (an empty one is none, as for the list's filters), or errBadPattern.
-func codesPattern(q url.Values) (*codes.Pattern, error) {
-	p := q.Get("pattern")
+// codesPattern returns p (the API's pattern=, MCP's pattern) compiled,
+// nil when there is none (an empty one is none, as for the list's
+// filters), or errBadPattern.
+func codesPattern(p string) (*codes.Pattern, error) {
 	if p == "" {
 		return nil, nil
 	}

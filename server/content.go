@@ -90,7 +90,7 @@ func (s *Server) handleLinks(w http.ResponseWriter, r *http.Request) {
 // email, the text in its content: two reads, and an email deleted between
 // them is a 404 all the same.
 func (s *Server) handleCodes(w http.ResponseWriter, r *http.Request) {
-	re, err := codesPattern(r.URL.Query())
+	re, err := codesPattern(r.URL.Query().Get("pattern"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"burner/codes"
 	"burner/emailjson"
 	"burner/message"
 	"burner/storage"
@@ -849,7 +847,7 @@ func (o extractCodesOut) text(f fence) string {
 // checked before the email is looked up. Its answer is the API's, cut to
 // fit a result.
 func (s *Server) toolExtractCodes(ctx context.Context, in extractCodesIn) (extractCodesOut, error) {
-	p, err := compileCodePattern(in.Pattern)
+	p, err := codesPattern(in.Pattern)
 	if err != nil {
 		return extractCodesOut{}, err
 	}
@@ -876,12 +874,6 @@ func fitCodes(codes []string, room int) []string {
 		}
 	}
 	return codes
-}
-
-// compileCodePattern returns the compiled pattern, nil for "", or the
-// API's 400.
-func compileCodePattern(pattern string) (*codes.Pattern, error) {
-	return codesPattern(url.Values{"pattern": {pattern}})
 }
 
 type deleteEmailIn struct {

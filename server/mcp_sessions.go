@@ -44,6 +44,7 @@ type mcpSession struct {
 
 type listSessionsOut struct {
 	Sessions []mcpSession `json:"sessions" jsonschema:"newest first"`
+	LeftOut  int          `json:"sessionsLeftOut,omitempty" jsonschema:"the older sessions left out to keep the result under 64 KB; ask again with a smaller limit or a since"`
 	inbox    string       // as asked, for the text; "" for every session
 }
 
@@ -98,28 +99,49 @@ func (s *Server) toolListSessions(ctx context.Context, in listSessionsIn) (listS
 	for i := range sessions {
 		out.Sessions[i] = newMCPSession(&sessions[i])
 	}
+	out.fit()
 	return out, nil
 }
 
-func (o listSessionsOut) text(f fence) string {
+// fit keeps the sessions the text has room for and counts the rest: the
+// structured content carries what the text says, under its cap (spec §11).
+func (o *listSessionsOut) fit() {
+	f := newFence()
+	room := mcpMaxResult - len(o.header(f)) - 200 // the note of what was left out
+	for i, s := range o.Sessions {
+		n := len(sessionText(f, i+1, s))
+		if n > room {
+			o.LeftOut, o.Sessions = len(o.Sessions)-i, o.Sessions[:i]
+			return
+		}
+		room -= n
+	}
+}
+
+// header is the first line of the text.
+func (o listSessionsOut) header(f fence) string {
 	where := "every inbox"
 	if o.inbox != "" {
 		where = o.inbox
 	}
-	if len(o.Sessions) == 0 {
+	return plural(len(o.Sessions), "SMTP session") + " for " + where + ", newest first. " + f.notice() + "\n"
+}
+
+func (o listSessionsOut) text(f fence) string {
+	if len(o.Sessions) == 0 && o.LeftOut == 0 {
+		where := "every inbox"
+		if o.inbox != "" {
+			where = o.inbox
+		}
 		return "No SMTP sessions for " + where + " in the session log.\n"
 	}
 	var b strings.Builder
-	b.WriteString(plural(len(o.Sessions), "SMTP session") + " for " + where + ", newest first. " + f.notice() + "\n")
-	room := mcpMaxResult - b.Len() - 200 // the note of what was left out
+	b.WriteString(o.header(f))
 	for i, s := range o.Sessions {
-		one := sessionText(f, i+1, s)
-		if len(one) > room {
-			b.WriteString(strconv.Itoa(len(o.Sessions)-i) + " more sessions left out to fit; ask again with a smaller limit or a since.\n")
-			break
-		}
-		room -= len(one)
-		b.WriteString(one)
+		b.WriteString(sessionText(f, i+1, s))
+	}
+	if o.LeftOut > 0 {
+		b.WriteString(strconv.Itoa(o.LeftOut) + " more sessions left out to fit; ask again with a smaller limit or a since.\n")
 	}
 	return b.String()
 }

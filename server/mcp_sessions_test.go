@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,9 +77,11 @@ func TestMCPListSessionsFits(t *testing.T) {
 	}
 	var out listSessionsOut
 	r := callOK(t, n.connect(n.key("full", storage.Scope{})), "list_sessions", map[string]any{"inbox": "big", "limit": 100}, &out)
-	if len(r.text) > mcpMaxResult || !strings.Contains(r.text, "more sessions left out to fit") || len(out.Sessions) != 100 {
-		t.Errorf("list_sessions of 100 big sessions: %d bytes of text, %d sessions; want at most %d bytes, saying what it left out",
-			len(r.text), len(out.Sessions), mcpMaxResult)
+	if len(r.text) > mcpMaxResult || len(out.Sessions) == 0 || out.LeftOut != 100-len(out.Sessions) ||
+		!strings.Contains(r.text, strconv.Itoa(out.LeftOut)+" more sessions left out to fit") ||
+		strings.Count(r.text, ". session ") != len(out.Sessions) {
+		t.Errorf("list_sessions of 100 big sessions: %d bytes of text, %d sessions, %d left out; want at most %d bytes, the sessions the text shows and the count of the rest",
+			len(r.text), len(out.Sessions), out.LeftOut, mcpMaxResult)
 	}
 	if got := out.Sessions[0]; len(got.Transcript) != mcpTranscriptLines || got.LeftOut != storage.MaxTranscriptLines-mcpTranscriptLines {
 		t.Errorf("a session's transcript: %d lines, %d left out; want the last %d", len(got.Transcript), got.LeftOut, mcpTranscriptLines)

@@ -226,7 +226,7 @@ func (s *Server) toolWaitForCode(ctx context.Context, in waitForCodeIn) (waitFor
 	if err != nil {
 		return waitForCodeOut{}, err
 	}
-	p, err := compileCodePattern(in.Pattern)
+	p, err := codesPattern(in.Pattern)
 	if err != nil {
 		return waitForCodeOut{}, err
 	}
