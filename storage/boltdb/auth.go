@@ -73,13 +73,7 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
 	d.committed = make(chan struct{})
-	db.verdictMu.Lock()
-	db.verdicts = append(db.verdicts, d)
-	if !db.verdictFlush {
-		db.verdictFlush = true
-		time.AfterFunc(verdictDelay, db.flushVerdicts)
-	}
-	db.verdictMu.Unlock()
+	db.verdicts.Add(d)
 	<-d.committed
 	if d.err == nil && d.found == 0 {
 		d.err = storage.ErrNotFound
@@ -93,23 +87,10 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	return nil
 }
 
-// takeVerdicts returns the verdicts waiting for a commit, for the commit
-// about to run, and forgets them.
-func (db *DB) takeVerdicts() []*delivery {
-	db.verdictMu.Lock()
-	defer db.verdictMu.Unlock()
-	v := db.verdicts
-	db.verdicts = nil
-	return v
-}
-
-// flushVerdicts commits the verdicts that no delivery took in verdictDelay.
+// flushVerdicts commits the verdicts that no delivery took in verdictDelay
+// (db.verdicts' Due).
 func (db *DB) flushVerdicts() {
-	db.verdictMu.Lock()
-	db.verdictFlush = false
-	waiting := len(db.verdicts) > 0
-	db.verdictMu.Unlock()
-	if waiting {
+	if db.verdicts.Waiting() {
 		// An empty delivery leads a commit, which takes the verdicts.
 		db.commits.Do(&delivery{}, db.commitBatch)
 	}

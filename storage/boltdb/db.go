@@ -93,9 +93,7 @@ type DB struct {
 	changes     commit.Notifier // wakes the waiters of Changed
 	authChanges commit.Notifier // wakes the waiters of AuthChanged, by email id
 
-	verdictMu    sync.Mutex
-	verdicts     []*delivery // PutAuth's records waiting for a commit (auth.go)
-	verdictFlush bool        // a flushVerdicts is scheduled
+	verdicts commit.Later[*delivery] // PutAuth's records waiting for a commit (auth.go)
 
 	usage keyring.Usage // key uses not yet written
 
@@ -183,6 +181,7 @@ func Open(path string, opts Options) (*DB, error) {
 		stop:      make(chan struct{}),
 	}
 	db.commits.Max = maxBatch
+	db.verdicts.Delay, db.verdicts.Due = verdictDelay, db.flushVerdicts
 	if err := db.buildSMTPIndex(); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

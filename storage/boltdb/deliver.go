@@ -211,7 +211,7 @@ const maxBatch = 256
 // so that one that cannot be stored does not fail the others.
 func (db *DB) commitBatch(batch []*delivery) {
 	// The verdicts waiting ride in this commit (auth.go).
-	verdicts := db.takeVerdicts()
+	verdicts := db.verdicts.Take()
 	batch = append(batch, verdicts...)
 	defer func() {
 		for _, v := range verdicts {

@@ -87,13 +87,7 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
 	p.committed = make(chan struct{})
-	db.verdictMu.Lock()
-	db.verdicts = append(db.verdicts, p)
-	if !db.verdictFlush {
-		db.verdictFlush = true
-		time.AfterFunc(verdictDelay, db.flushVerdicts)
-	}
-	db.verdictMu.Unlock()
+	db.verdicts.Add(p)
 	<-p.committed
 	if p.err == nil && !p.found {
 		p.err = storage.ErrNotFound
@@ -107,13 +101,10 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	return nil
 }
 
-// flushVerdicts commits the verdicts waiting, in one transaction.
+// flushVerdicts commits the verdicts waiting, in one transaction
+// (db.verdicts' Due).
 func (db *DB) flushVerdicts() {
-	db.verdictMu.Lock()
-	batch := db.verdicts
-	db.verdicts, db.verdictFlush = nil, false
-	db.verdictMu.Unlock()
-	if len(batch) > 0 {
+	if batch := db.verdicts.Take(); len(batch) > 0 {
 		db.commitAuth(batch)
 	}
 }

@@ -98,10 +98,8 @@ type DB struct {
 
 	keys keyCache
 
-	verdictMu    sync.Mutex
-	verdicts     []*authPut      // PutAuth's records waiting for their transaction (auth.go)
-	verdictFlush bool            // a flushVerdicts is scheduled
-	authChanges  commit.Notifier // wakes the waiters of AuthChanged, by email id
+	verdicts    commit.Later[*authPut] // PutAuth's records waiting for their transaction (auth.go)
+	authChanges commit.Notifier        // wakes the waiters of AuthChanged, by email id
 
 	hooks  []storage.Hook  // Options.Hooks, their scopes cleaned
 	events commit.Notifier // woken, per hook id, after a commit that adds events
@@ -181,6 +179,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		hooks:     hooks,
 	}
 	db.commits.Max = maxBatch
+	db.verdicts.Delay, db.verdicts.Due = verdictDelay, db.flushVerdicts
 	bg, stop := context.WithCancel(context.Background())
 	db.stop = stop
 	ready := make(chan error, 1)
