@@ -81,9 +81,9 @@ func DecodeAuth(v []byte) (storage.AuthResult, error) {
 	if len(v) < 2 || v[0] != authVersion {
 		return storage.AuthResult{}, ErrCorruptAuth
 	}
-	flags, d := v[1], authDecoder{b: v[2:]}
+	flags, d := v[1], reader{b: v[2:]}
 	var r storage.AuthResult
-	r.Status = storage.AuthStatus(d.str())
+	r.Status = storage.AuthStatus(d.string())
 	switch r.Status {
 	case storage.AuthPending, storage.AuthDone, storage.AuthOff:
 	default:
@@ -96,66 +96,30 @@ func DecodeAuth(v []byte) (storage.AuthResult, error) {
 		}
 		r.Envelope.ClientIP = addr
 	}
-	r.Envelope.Helo = d.str()
-	r.Envelope.MailFrom = d.str()
-	tlsVersion, tlsCipher := d.str(), d.str()
+	r.Envelope.Helo = d.string()
+	r.Envelope.MailFrom = d.string()
+	tlsVersion, tlsCipher := d.string(), d.string()
 	if flags&authTLS != 0 {
 		r.Envelope.TLS = &storage.TLS{Version: tlsVersion, Cipher: tlsCipher}
 	}
-	r.PTR = d.str()
+	r.PTR = d.string()
 	r.FCrDNS = flags&authFCrDNS != 0
-	r.SPF = storage.SPFResult{Result: storage.AuthValue(d.str()), Domain: d.str()}
+	r.SPF = storage.SPFResult{Result: storage.AuthValue(d.string()), Domain: d.string()}
 	// Each result takes four bytes at least: a count beyond that is
 	// damage, not a reason to allocate.
 	if n := d.count(4); n > 0 {
 		r.DKIM = make([]storage.DKIMResult, n)
 		for i := range r.DKIM {
-			r.DKIM[i] = storage.DKIMResult{Result: storage.AuthValue(d.str()), Domain: d.str(), Selector: d.str(), Error: d.str()}
+			r.DKIM[i] = storage.DKIMResult{Result: storage.AuthValue(d.string()), Domain: d.string(), Selector: d.string(), Error: d.string()}
 		}
 	}
 	r.DMARC = storage.DMARCResult{
-		Result: storage.AuthValue(d.str()), Domain: d.str(), Policy: d.str(),
+		Result: storage.AuthValue(d.string()), Domain: d.string(), Policy: d.string(),
 		SPFAligned: flags&authSPFAligned != 0, DKIMAligned: flags&authDKIMAligned != 0,
 	}
-	r.AuthenticationResults = d.str()
-	if d.bad || len(d.b) != 0 {
+	r.AuthenticationResults = d.string()
+	if d.err != nil || len(d.b) != 0 {
 		return storage.AuthResult{}, ErrCorruptAuth
 	}
 	return r, nil
-}
-
-// authDecoder reads the pieces of a record in turn; past the first that
-// does not decode, bad is set and every read gives nothing.
-type authDecoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *authDecoder) bytes() []byte {
-	if d.bad {
-		return nil
-	}
-	s, rest, ok := CutString(d.b)
-	if !ok {
-		d.bad = true
-		return nil
-	}
-	d.b = rest
-	return s
-}
-
-func (d *authDecoder) str() string { return string(d.bytes()) }
-
-// count reads a uvarint count of items of at least per bytes each.
-func (d *authDecoder) count(per int) int {
-	if d.bad {
-		return 0
-	}
-	n, w := binary.Uvarint(d.b)
-	if w <= 0 || n > uint64(len(d.b)-w)/uint64(per) {
-		d.bad = true
-		return 0
-	}
-	d.b = d.b[w:]
-	return int(n)
 }

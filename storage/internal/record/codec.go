@@ -8,6 +8,7 @@ package record
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"burner/storage"
@@ -148,4 +149,63 @@ func CeilMilli(t time.Time) int64 {
 		ms++
 	}
 	return ms
+}
+
+// reader reads the pieces of a record in turn; past the first that does
+// not decode, err is set and every read gives nothing.
+type reader struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("short")
+
+func (d *reader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	n, w := binary.Uvarint(d.b)
+	if w <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[w:]
+	return n
+}
+
+func (d *reader) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.err = errShort
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// bytes reads a string, in place.
+func (d *reader) bytes() []byte {
+	if d.err != nil {
+		return nil
+	}
+	s, rest, ok := CutString(d.b)
+	if !ok {
+		d.err = errShort
+		return nil
+	}
+	d.b = rest
+	return s
+}
+
+func (d *reader) string() string { return string(d.bytes()) }
+
+// count reads a count of items of at least min bytes each: one beyond
+// what is left is damage, not a reason to allocate.
+func (d *reader) count(min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/min) {
+		d.err = errShort
+		return 0
+	}
+	return int(n)
 }

@@ -2,7 +2,6 @@ package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -299,7 +298,7 @@ func body(v []byte) (*decoder, byte, error) {
 			return nil, 0, ErrCorruptSMTPSession
 		}
 	}
-	return &decoder{b: b}, flags, nil
+	return &decoder{reader: reader{b: b}}, flags, nil
 }
 
 // DecodeSMTPSession decodes a record that EncodeSMTPSession made, or
@@ -319,58 +318,8 @@ func DecodeSMTPSession(v []byte) (storage.SMTPSession, error) {
 // decoder reads the body of a record; the first fault sets err, and
 // every read after it returns zero values.
 type decoder struct {
-	b   []byte
-	s   *storage.SMTPSession // the record as read so far, for the lines made of its fields
-	err error
-}
-
-var errShort = errors.New("short")
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	n, w := binary.Uvarint(d.b)
-	if w <= 0 {
-		d.err = errShort
-		return 0
-	}
-	d.b = d.b[w:]
-	return n
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || len(d.b) == 0 {
-		d.err = errShort
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) string() string {
-	if d.err != nil {
-		return ""
-	}
-	s, rest, ok := CutString(d.b)
-	if !ok {
-		d.err = errShort
-		return ""
-	}
-	d.b = rest
-	return string(s)
-}
-
-// count reads a count of items of at least min bytes each: one beyond
-// what is left is damage, not a reason to allocate.
-func (d *decoder) count(min int) int {
-	n := d.uvarint()
-	if n > uint64(len(d.b)/min) {
-		d.err = errShort
-		return 0
-	}
-	return int(n)
+	reader
+	s *storage.SMTPSession // the record as read so far, for the lines made of its fields
 }
 
 // lines reads a text that lineEncoder.append wrote.
