@@ -127,7 +127,8 @@ func (s envSettings) unknown(name string) error {
 
 // setFromEnv sets field to value, read as the file would read it: lists
 // comma-separated, numbers in decimal, booleans true or false, durations
-// as in the file ("90s").
+// as in the file ("90s"): the kinds Config's fields have
+// (TestEnvironmentSetsEveryKey).
 func setFromEnv(field reflect.Value, value string) error {
 	if field.CanAddr() && field.Addr().Type().Implements(textUnmarshaler) {
 		return field.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(value)))
@@ -147,18 +148,6 @@ func setFromEnv(field reflect.Value, value string) error {
 			return fmt.Errorf("%q is not an integer", value)
 		}
 		field.SetInt(n)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := strconv.ParseUint(strings.TrimSpace(value), 10, field.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", value)
-		}
-		field.SetUint(n)
-	case reflect.Float32, reflect.Float64:
-		n, err := strconv.ParseFloat(strings.TrimSpace(value), field.Type().Bits())
-		if err != nil {
-			return fmt.Errorf("%q is not a number", value)
-		}
-		field.SetFloat(n)
 	case reflect.Slice:
 		// "a.test, b.test" is two items; "" is the empty list.
 		items := reflect.MakeSlice(field.Type(), 0, 0)
