@@ -14,27 +14,6 @@ import (
 	"burner/storage/storetest"
 )
 
-// faultCount reads burner_faults_injected_total for stage.
-func faultCount(t *testing.T, reg *prometheus.Registry, stage string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "burner_faults_injected_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == stage {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("no burner_faults_injected_total{stage=%q}", stage)
-	return 0
-}
-
 // faultDaemon runs the daemon with the fault rules and session log of db.
 func faultDaemon(t *testing.T, db storage.Engine, opts Options) (addr string, log *sessionLog, reg *prometheus.Registry) {
 	t.Helper()
@@ -67,7 +46,7 @@ func TestFaultAtRcpt(t *testing.T) {
 		if r := ruleOf(t, db, rule.ID); r.Used != 3 {
 			t.Errorf("the rule was used %d times, want 3", r.Used)
 		}
-		if n := faultCount(t, reg, "rcpt"); n != 3 {
+		if n := counter(t, reg, "burner_faults_injected_total", "stage", "rcpt"); n != 3 {
 			t.Errorf("burner_faults_injected_total{stage=rcpt} = %v, want 3", n)
 		}
 		if n := len(stored(t, db, "fail-1")); n != 1 {
@@ -109,7 +88,7 @@ func TestFaultAtData(t *testing.T) {
 		if n := len(stored(t, db, "alice")) + len(stored(t, db, "bob")); n != 0 {
 			t.Errorf("%d emails stored, want none", n)
 		}
-		if n := faultCount(t, reg, "data"); n != 2 {
+		if n := counter(t, reg, "burner_faults_injected_total", "stage", "data"); n != 2 {
 			t.Errorf("burner_faults_injected_total{stage=data} = %v, want 2", n)
 		}
 		for i, rec := range log.waitEnded(t, 2) {
@@ -175,7 +154,7 @@ func TestFaultDisconnect(t *testing.T) {
 		if n := len(stored(t, db, "unknown-outcome")); n != 0 {
 			t.Errorf("%d emails stored, want none", n)
 		}
-		if rcpt, data := faultCount(t, reg, "rcpt"), faultCount(t, reg, "data"); rcpt != 1 || data != 1 {
+		if rcpt, data := counter(t, reg, "burner_faults_injected_total", "stage", "rcpt"), counter(t, reg, "burner_faults_injected_total", "stage", "data"); rcpt != 1 || data != 1 {
 			t.Errorf("faults injected: %v at rcpt, %v at data; want 1 and 1", rcpt, data)
 		}
 		recs := log.waitEnded(t, 2)

@@ -272,7 +272,7 @@ func TestTooManyConnectionsFromOneAddress(t *testing.T) {
 	if want := "421 4.7.0 Too many connections from your address (limit 10 per address), try again later\r\n"; string(got) != want {
 		t.Errorf("11th connection from one address got %q, want %q", got, want)
 	}
-	if n := counterValue(t, reg, "burner_smtp_connections_refused_total", "per_address"); n != 1 {
+	if n := counter(t, reg, "burner_smtp_connections_refused_total", "reason", "per_address"); n != 1 {
 		t.Errorf("refused{reason=per_address} = %v, want 1", n)
 	}
 	// A slot comes back when one of the ten quits.
@@ -295,29 +295,6 @@ func TestTooManyConnectionsFromOneAddress(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// counterValue reads the counter of metric name with that reason.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, reason string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{reason=%q} in the registry", name, reason)
-	return 0
 }
 
 // The wire sits above TLS: after STARTTLS the bare-CR end and the long
@@ -498,4 +475,31 @@ func BenchmarkOneLineMessage(b *testing.B) {
 			b.ReportMetric(peak.MB(), "peak-MB")
 		})
 	}
+}
+
+// counter reads the counter name of reg: the one with the label given as
+// name and value, or the unlabelled one; tb fails without it.
+func counter(tb testing.TB, reg *prometheus.Registry, name string, label ...string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(label) == 0 && len(m.GetLabel()) == 0 {
+				return m.GetCounter().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if len(label) == 2 && l.GetName() == label[0] && l.GetValue() == label[1] {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	tb.Fatalf("no %s%v in the registry", name, label)
+	return 0
 }
