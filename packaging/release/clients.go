@@ -205,32 +205,19 @@ func readClientFile(dir, name, as string) (clientFile, error) {
 // writeClientTar writes files as a gzipped tar at dst, in their order,
 // files only, as npm and sdists have them.
 func writeClientTar(dst string, epoch time.Time, files []clientFile) error {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression) // no name, no time
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(zw)
-	for _, f := range files {
+	tars := make([]tarItem, len(files))
+	for i, f := range files {
 		mode := int64(0o644)
 		if f.exec {
 			mode = 0o755
 		}
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Size: int64(len(f.data)), Mode: mode, ModTime: epoch, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return err
-		}
+		tars[i] = tarItem{&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: mode, ModTime: epoch, Format: tar.FormatPAX}, f.data}
 	}
-	if err := tw.Close(); err != nil {
+	tgz, err := tarGz(tars, gzip.BestCompression)
+	if err != nil {
 		return err
 	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return writeFile(dst, buf.Bytes(), 0o644)
+	return writeFile(dst, tgz, 0o644)
 }
 
 // pyPackage is clients/python as its pyproject.toml describes it, with

@@ -133,66 +133,37 @@ func debData(files []debFile, epoch time.Time) (tgz, md5sums []byte, size int64,
 	}
 	sort.Strings(names) // a directory comes before what it holds
 	var (
-		buf  bytes.Buffer
+		tars []tarItem
 		sums strings.Builder
 	)
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	tw := tar.NewWriter(zw)
 	for _, name := range names {
 		h := &tar.Header{Name: name, ModTime: epoch, Uname: "root", Gname: "root", Format: tar.FormatGNU}
 		f := entries[name]
 		if f == nil {
 			h.Typeflag, h.Mode = tar.TypeDir, 0o755
-			if err := tw.WriteHeader(h); err != nil {
-				return nil, nil, 0, err
-			}
+			tars = append(tars, tarItem{h: h})
 			continue
 		}
-		h.Typeflag, h.Mode, h.Size = tar.TypeReg, f.mode, int64(len(f.data))
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, nil, 0, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, nil, 0, err
-		}
+		h.Typeflag, h.Mode = tar.TypeReg, f.mode
+		tars = append(tars, tarItem{h, f.data})
 		fmt.Fprintf(&sums, "%x  %s\n", md5.Sum(f.data), strings.TrimPrefix(name, "./"))
-		size += h.Size
+		size += int64(len(f.data))
 	}
-	if err := tw.Close(); err != nil {
+	tgz, err = tarGz(tars, gzip.BestCompression)
+	if err != nil {
 		return nil, nil, 0, err
 	}
-	if err := zw.Close(); err != nil {
-		return nil, nil, 0, err
-	}
-	return buf.Bytes(), []byte(sums.String()), size, nil
+	return tgz, []byte(sums.String()), size, nil
 }
 
 // debControl returns control.tar.gz of files (named without a directory),
 // in their order.
 func debControl(files []debFile, epoch time.Time) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, f := range files {
-		h := &tar.Header{Name: "./" + f.dst, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch,
-			Typeflag: tar.TypeReg, Format: tar.FormatGNU}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
-		}
+	tars := make([]tarItem, len(files))
+	for i, f := range files {
+		tars[i] = tarItem{&tar.Header{Name: "./" + f.dst, Mode: f.mode, ModTime: epoch, Typeflag: tar.TypeReg, Format: tar.FormatGNU}, f.data}
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return tarGz(tars, gzip.DefaultCompression)
 }
 
 // debUnit rewrites a unit of packaging/ for the package: the binary is

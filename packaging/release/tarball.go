@@ -34,40 +34,58 @@ func writeTarball(path string, opts options, bin, arch string) error {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
-	var buf bytes.Buffer
-	// gzip's header carries no name and no time unless asked to.
-	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-	if err != nil {
-		return err
+	hdr := func(name string, mode int64, typ byte) *tar.Header {
+		return &tar.Header{Typeflag: typ, Name: name, Mode: mode, ModTime: opts.Epoch, Uname: "root", Gname: "root", Format: tar.FormatPAX}
 	}
-	tw := tar.NewWriter(zw)
-	hdr := func(name string, mode int64) *tar.Header {
-		return &tar.Header{Name: name, Mode: mode, ModTime: opts.Epoch, Uname: "root", Gname: "root", Format: tar.FormatPAX}
-	}
-	d := hdr(dir, 0o755)
-	d.Typeflag = tar.TypeDir
-	if err := tw.WriteHeader(d); err != nil {
-		return err
-	}
+	entries := []tarItem{{h: hdr(dir, 0o755, tar.TypeDir)}}
 	for _, f := range files {
 		b, err := os.ReadFile(f.src)
 		if err != nil {
 			return err
 		}
-		h := hdr(dir+f.name, f.mode)
-		h.Typeflag, h.Size = tar.TypeReg, int64(len(b))
-		if err := tw.WriteHeader(h); err != nil {
-			return err
+		entries = append(entries, tarItem{hdr(dir+f.name, f.mode, tar.TypeReg), b})
+	}
+	tgz, err := tarGz(entries, gzip.DefaultCompression)
+	if err != nil {
+		return err
+	}
+	return writeFile(path, tgz, 0o644)
+}
+
+// tarItem is an entry of a gzipped tar: its header, whose Size tarGz
+// sets for a file, and a file's data.
+type tarItem struct {
+	h    *tar.Header
+	data []byte
+}
+
+// tarGz returns entries as a tar, in their order, gzipped at level. The
+// tarball, the .deb's two archives, the npm package and the sdist are
+// all made here; gzip's header carries no name and no time unless asked
+// to, so the bytes depend on the entries alone.
+func tarGz(entries []tarItem, level int) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, level)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		if e.h.Typeflag == tar.TypeReg {
+			e.h.Size = int64(len(e.data))
 		}
-		if _, err := tw.Write(b); err != nil {
-			return err
+		if err := tw.WriteHeader(e.h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	return writeFile(path, buf.Bytes(), 0o644)
+	return buf.Bytes(), nil
 }
