@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -231,6 +232,7 @@ type pyPackage struct {
 	metadata  string       // the core metadata's fields, without Metadata-Version
 	entry     string       // entry_points.txt; "" without entry points
 	top       []string     // the top-level packages
+	src       string       // where they are, relative to dir ([tool.setuptools.packages.find] where)
 	files     []clientFile // the packages' files, by path inside the wheel
 	license   []clientFile // LICENSE files, by name
 	readme    string       // the README's name
@@ -387,6 +389,7 @@ func loadPyPackage(dir, version string) (*pyPackage, error) {
 			return nil, fmt.Errorf("pyproject.toml: [tool.setuptools.packages.find] %s: the release does not read it yet", key)
 		}
 	}
+	p.src = where[0]
 	src := filepath.Join(dir, filepath.FromSlash(where[0]))
 	err = filepath.WalkDir(src, func(p2 string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -430,7 +433,7 @@ func loadPyPackage(dir, version string) (*pyPackage, error) {
 			}
 		}
 		p.files = append(p.files, f)
-		if top := strings.Split(rel, "/")[0]; !contains(p.top, top) {
+		if top := strings.Split(rel, "/")[0]; !slices.Contains(p.top, top) {
 			p.top = append(p.top, top)
 		}
 		return nil
@@ -444,15 +447,6 @@ func loadPyPackage(dir, version string) (*pyPackage, error) {
 	sort.Slice(p.files, func(i, j int) bool { return p.files[i].name < p.files[j].name })
 	sort.Strings(p.top)
 	return p, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // recordHash is a file's hash as RECORD gives it: sha256=, then the
@@ -533,13 +527,8 @@ func writeSdist(dst string, opts options, p *pyPackage) error {
 	for _, l := range p.license {
 		files = append(files, clientFile{name: top + l.name, data: l.data})
 	}
-	doc, err := parsePyproject(string(p.pyproject))
-	if err != nil {
-		return err
-	}
-	where, _ := doc.strs("tool.setuptools.packages.find", "where")
 	for _, f := range p.files {
-		f.name = top + path.Join(where[0], f.name)
+		f.name = top + path.Join(p.src, f.name)
 		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func TestClientPackages(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"package/package.json", "package/README.md", "package/LICENSE", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/playwright.js", "package/src/index.ts"} {
-		if !contains(names, want) {
+		if !slices.Contains(names, want) {
 			t.Errorf("burner-client-1.2.3.tgz lacks %s; it holds %q", want, names)
 		}
 	}
@@ -280,7 +281,7 @@ func clientTools(t *testing.T, tools ...string) {
 			stop("%s is not installed (.ci/run installs it)", tool)
 		}
 	}
-	if contains(tools, "python3") {
+	if slices.Contains(tools, "python3") {
 		probe := exec.Command(python3, "-c", "import setuptools, wheel, pytest, venv, pip")
 		if out, err := probe.CombinedOutput(); err != nil {
 			stop("python3 lacks venv, pip, setuptools, wheel or pytest (Debian: python3-venv python3-pip python3-setuptools python3-wheel python3-pytest): %v\n%s", err, out)
