@@ -77,43 +77,62 @@ func parseListRequest(rawQuery string) listRequest {
 	if !ok {
 		r.malformed = "to"
 	}
-	v, _ := url.ParseQuery(rawQuery) // pairs that do not decode are dropped, as r.URL.Query does
-	badForm := func(param string) {
-		if r.malformed == "" {
-			r.malformed = param
-		}
-	}
-	integer := func(param string) *int {
-		s := v.Get(param)
-		n, ok := decimal(s)
-		if s != "" && !ok {
-			badForm(param)
-		}
-		if !ok {
-			return nil
-		}
-		return &n
-	}
-	unixTime := func(param string) *time.Time {
-		s := v.Get(param)
-		t, err := parseTime(s)
-		if s != "" && err != nil {
-			badForm(param)
-		}
-		if err != nil {
-			return nil
-		}
-		return &t
-	}
+	p := newParams(rawQuery, &r.malformed)
 	// In the order of the API document, so that malformed is the first.
-	r.Subject, r.Search, r.Body = v.Get("subject"), v.Get("search"), v.Get("body")
-	r.Limit = integer("limit")
-	r.Since = unixTime("since")
-	r.Before = unixTime("before")
-	r.Header = v.Get("header")
-	r.From = v.Get("from")
-	r.Wait = integer("wait")
+	r.Subject, r.Search, r.Body = p.v.Get("subject"), p.v.Get("search"), p.v.Get("body")
+	r.Limit = p.integer("limit")
+	r.Since = p.unixTime("since")
+	r.Before = p.unixTime("before")
+	r.Header = p.v.Get("header")
+	r.From = p.v.Get("from")
+	r.Wait = p.integer("wait")
 	return r
+}
+
+// params reads a request's query parameters into their fields' forms,
+// noting in malformed the first one given in a form its field cannot
+// hold.
+type params struct {
+	v         url.Values
+	malformed *string
+}
+
+func newParams(rawQuery string, malformed *string) params {
+	v, _ := url.ParseQuery(rawQuery) // pairs that do not decode are dropped, as r.URL.Query does
+	return params{v, malformed}
+}
+
+func (p params) bad(param string) {
+	if *p.malformed == "" {
+		*p.malformed = param
+	}
+}
+
+// integer reads a decimal integer; nil when absent or malformed.
+func (p params) integer(param string) *int {
+	s := p.v.Get(param)
+	n, ok := decimal(s)
+	if s != "" && !ok {
+		p.bad(param)
+	}
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+// unixTime reads a Unix time in seconds (parseTime); nil when absent or
+// malformed.
+func (p params) unixTime(param string) *time.Time {
+	s := p.v.Get(param)
+	t, err := parseTime(s)
+	if s != "" && err != nil {
+		p.bad(param)
+	}
+	if err != nil {
+		return nil
+	}
+	return &t
 }
 
 // query returns the store query r asks for, or the *paramError of its
@@ -333,6 +352,21 @@ func parseTime(s string) (time.Time, error) {
 		nsec, _ = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
 	}
 	return time.Unix(sec, nsec).UTC(), nil
+}
+
+// sinceArg is a tool's since, a JSON number of Unix seconds, as a
+// request's field: nil when not given; nil and "since" in malformed when
+// it is no time.
+func sinceArg(since *float64, malformed *string) *time.Time {
+	if since == nil {
+		return nil
+	}
+	t, err := unixSeconds(*since)
+	if err != nil {
+		*malformed = "since"
+		return nil
+	}
+	return &t
 }
 
 // unixSeconds returns the time of a Unix time in seconds given as a

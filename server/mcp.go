@@ -487,13 +487,7 @@ func (o listEmailsOut) text(f fence) string {
 // request, checked by its own query, with its messages.
 func toolQuery(inbox, subject, search, from string, since *float64, limit *int) (storage.Query, error) {
 	r := listRequest{To: inbox, Subject: subject, Search: search, From: from, Limit: limit}
-	if since != nil {
-		if t, err := unixSeconds(*since); err == nil {
-			r.Since = &t
-		} else {
-			r.malformed = "since"
-		}
-	}
+	r.Since = sinceArg(since, &r.malformed)
 	q, err := r.query()
 	if err != nil {
 		return storage.Query{}, err

@@ -80,13 +80,7 @@ func (s *Server) toolListSessions(ctx context.Context, in listSessionsIn) (listS
 		r.To = inbox
 	}
 	r.Limit = in.Limit
-	if in.Since != nil {
-		if t, err := unixSeconds(*in.Since); err == nil {
-			r.Since = &t
-		} else {
-			r.malformed = "since"
-		}
-	}
+	r.Since = sinceArg(in.Since, &r.malformed)
 	q, err := r.query()
 	if err != nil {
 		return listSessionsOut{}, err

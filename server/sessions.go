@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"net/url"
 	"time"
 
 	"burner/emailjson"
@@ -38,21 +37,9 @@ func parseSessionsRequest(rawQuery string) sessionsRequest {
 	if !ok {
 		r.malformed = "to"
 	}
-	v, _ := url.ParseQuery(rawQuery)
-	if s := v.Get("limit"); s != "" {
-		if n, ok := decimal(s); ok {
-			r.Limit = &n
-		} else if r.malformed == "" {
-			r.malformed = "limit"
-		}
-	}
-	if s := v.Get("since"); s != "" {
-		if t, err := parseTime(s); err == nil {
-			r.Since = &t
-		} else if r.malformed == "" {
-			r.malformed = "since"
-		}
-	}
+	p := newParams(rawQuery, &r.malformed)
+	r.Limit = p.integer("limit")
+	r.Since = p.unixTime("since")
 	return r
 }
 
