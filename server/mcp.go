@@ -725,19 +725,9 @@ func (o *readEmailOut) fit() {
 // head is the start of read_email's text: what the email is, the notice,
 // and the sender's fields.
 func (o readEmailOut) head(f fence) string {
-	state := "unread"
-	if o.Read {
-		state = "read"
-	}
 	var b strings.Builder
-	b.WriteString("Email " + o.ID + ", received " + o.ReceivedAt + " (" + state + "). " + f.notice() + "\n")
-	b.WriteString("from: " + f.inline(fromLine(o.FromName, o.FromAddress)) + "\n")
-	b.WriteString("to: " + f.inline(o.ToAddress) + "\n")
-	if o.Subject == nil {
-		b.WriteString("subject: (none)\n")
-	} else {
-		b.WriteString("subject: " + f.inline(*o.Subject) + "\n")
-	}
+	b.WriteString("Email " + o.ID + ", received " + o.ReceivedAt + " (" + readState(o.Read) + "). " + f.notice() + "\n")
+	writeSenderLines(&b, f, "", o.FromName, o.FromAddress, o.ToAddress, o.Subject)
 	if o.Auth != nil {
 		writeAuthLines(&b, f, *o.Auth)
 	}

@@ -143,19 +143,34 @@ func fromLine(name, address string) string {
 // writeEmailLines writes what list_emails and the waits show of an email:
 // ours unfenced (id, time, read), the sender's fenced.
 func writeEmailLines(b *strings.Builder, f fence, e mcpEmail, indent string) {
-	state := "unread"
-	if e.Read {
-		state = "read"
-	}
 	b.WriteString(indent + "id: " + e.ID + "\n")
-	b.WriteString(indent + "received: " + e.ReceivedAt + " (" + state + ")\n")
-	b.WriteString(indent + "from: " + f.inline(fromLine(e.FromName, e.FromAddress)) + "\n")
-	b.WriteString(indent + "to: " + f.inline(e.ToAddress) + "\n")
-	if e.Subject == nil {
-		b.WriteString(indent + "subject: (none)\n")
-	} else {
-		b.WriteString(indent + "subject: " + f.inline(*e.Subject) + "\n")
+	b.WriteString(indent + "received: " + e.ReceivedAt + " (" + readState(e.Read) + ")\n")
+	writeSenderLines(b, f, indent, e.FromName, e.FromAddress, e.ToAddress, e.Subject)
+}
+
+// readState is how the text says an email's read flag.
+func readState(read bool) string {
+	if read {
+		return "read"
 	}
+	return "unread"
+}
+
+// writeSenderLines writes an email's from, to and subject, fenced: the
+// sender's words.
+func writeSenderLines(b *strings.Builder, f fence, indent, fromName, from, to string, subject *string) {
+	b.WriteString(indent + "from: " + f.inline(fromLine(fromName, from)) + "\n")
+	b.WriteString(indent + "to: " + f.inline(to) + "\n")
+	writeSubjectLine(b, f, indent, subject)
+}
+
+// writeSubjectLine writes an email's subject, fenced, or says it has none.
+func writeSubjectLine(b *strings.Builder, f fence, indent string, subject *string) {
+	if subject == nil {
+		b.WriteString(indent + "subject: (none)\n")
+		return
+	}
+	b.WriteString(indent + "subject: " + f.inline(*subject) + "\n")
 }
 
 // plural returns "1 email", "2 emails".

@@ -207,11 +207,7 @@ func (o waitForCodeOut) text(f fence) string {
 // writeFoundIn writes the email a wait found its value in.
 func writeFoundIn(b *strings.Builder, f fence, id string, subject *string) {
 	b.WriteString("email: " + id + "\n")
-	if subject == nil {
-		b.WriteString("subject: (none)\n")
-	} else {
-		b.WriteString("subject: " + f.inline(*subject) + "\n")
-	}
+	writeSubjectLine(b, f, "", subject)
 }
 
 // toolWaitForCode waits for an email with a code (spec §7's, or the
