@@ -233,7 +233,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, notice io.Writer) 
 			Hostname: cfg.SMTP.Hostname,
 			Metrics:  reg,
 		}, a.storeVerdict, log.With("component", "auth"))
-		verifier, lost = authQueue{a.verifier}, a.verifier
+		verifier, lost = a.verifier, a.verifier
 	}
 	// spec §13.2: without faults.enabled smtpd gets no rules to ask, and
 	// pays nothing for them.
@@ -341,15 +341,6 @@ func (a *app) close() {
 	if a.db != nil {
 		a.db.Close()
 	}
-}
-
-// authQueue gives smtpd the verifier's pool: a full queue is the
-// verifier's to answer (a temperror "busy" verdict, or none, counted in
-// burner_auth_jobs_total), never a delay of the 250.
-type authQueue struct{ v *mailauth.Verifier }
-
-func (q authQueue) Submit(ids []string, env storage.Envelope, raw []byte) {
-	q.v.Submit(mailauth.Job{IDs: ids, Envelope: env, Raw: raw})
 }
 
 // storeVerdict is the verifier's Done: it stores the verdict of a message

@@ -120,6 +120,13 @@ func (v *Verifier) Submit(j Job) error {
 	}
 }
 
+// Queue submits the message stored as the emails ids, delivered with env
+// (smtpd's Verifier): what Submit returns is counted in
+// burner_auth_jobs_total, and never delays the 250.
+func (v *Verifier) Queue(ids []string, env storage.Envelope, raw []byte) {
+	v.Submit(Job{IDs: ids, Envelope: env, Raw: raw})
+}
+
 // Shutdown stops taking jobs and waits for the queued ones to be verified
 // and handed to Done. If ctx ends first, it cancels the verifications in
 // flight (their jobs, and those still queued, get no verdict: they stay

@@ -29,7 +29,7 @@ type job struct {
 	raw []byte
 }
 
-func (j jobs) Submit(ids []string, env storage.Envelope, raw []byte) { j <- job{ids, env, raw} }
+func (j jobs) Queue(ids []string, env storage.Envelope, raw []byte) { j <- job{ids, env, raw} }
 
 func (j jobs) next(t *testing.T) job {
 	t.Helper()
@@ -176,12 +176,5 @@ func benchVerifier(b *testing.B, db storage.Engine) Verifier {
 		}
 	}, slog.New(slog.DiscardHandler))
 	b.Cleanup(func() { v.Shutdown(context.Background()) })
-	return poolOf{v}
-}
-
-// poolOf is main's adapter of mailauth's pool to Verifier.
-type poolOf struct{ v *mailauth.Verifier }
-
-func (p poolOf) Submit(ids []string, env storage.Envelope, raw []byte) {
-	p.v.Submit(mailauth.Job{IDs: ids, Envelope: env, Raw: raw})
+	return v
 }

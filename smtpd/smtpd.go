@@ -84,12 +84,13 @@ type Options struct {
 }
 
 // Verifier takes stored messages for their authentication verdicts (spec
-// §12), off the SMTP path: Submit returns at once, whatever becomes of
+// §12), off the SMTP path: Queue returns at once, whatever becomes of
 // the message (a full queue is the verifier's to answer), and owns raw
 // from then on. ids are the emails the message was stored as, whose
 // record the verdict replaces; env is what the record holds already.
+// mailauth.Verifier is one.
 type Verifier interface {
-	Submit(ids []string, env storage.Envelope, raw []byte)
+	Queue(ids []string, env storage.Envelope, raw []byte)
 }
 
 // The defaults of Options: what a zero field means. main's configuration
@@ -548,7 +549,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		for i, e := range emails {
 			ids[i] = e.ID
 		}
-		ss.srv.auth.Submit(ids, msg.Auth.Envelope, bytes.Clone(raw))
+		ss.srv.auth.Queue(ids, msg.Auth.Envelope, bytes.Clone(raw))
 	}
 	ss.srv.metrics.ingestLag.Observe(time.Since(received).Seconds())
 	ss.srv.metrics.accepted.Inc()
