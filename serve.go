@@ -567,38 +567,33 @@ var errBadEnvKey = errors.New(envKeyVar + " is not a key burner accepts: it must
 // Nodes that start together on one database with the same BURNER_KEY make
 // one key: a store refuses a second key with the same secret.
 func ensureEnvKey(ctx context.Context, db storage.Engine, secret string, log *slog.Logger) error {
-	k, err := db.KeyBySecret(ctx, secret)
-	if err == nil {
-		log.Info("the API key of "+envKeyVar+" exists", "key_name", k.Name, "key_id", k.ID)
-		return nil
-	}
-	if !errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("%s: %w", envKeyVar, err)
-	}
 	name := envKeyName
+	var err error
 	for range 3 { // a name taken three times by chance is no chance
-		k, err = db.CreateKeyWithSecret(ctx, name, storage.Scope{}, secret)
-		if err == nil {
-			if name == envKeyName {
-				log.Info("created the API key of "+envKeyVar, "key_name", k.Name, "key_id", k.ID)
-			} else {
-				log.Warn("created the API key of "+envKeyVar+" under another name: a key named "+envKeyName+
-					" has another secret, and works until it is revoked", "key_name", k.Name, "key_id", k.ID,
-					"revoke_with", "burner keys revoke "+envKeyName)
-			}
-			return nil
-		}
-		if !errors.Is(err, storage.ErrKeyExists) {
-			return fmt.Errorf("%s: %w", envKeyVar, err)
-		}
-		// Either another node made this very key meanwhile, or the name
-		// belongs to a key with another secret.
-		if k, err := db.KeyBySecret(ctx, secret); err == nil {
+		// The key may exist already, or another node may have made this
+		// very key since the last try.
+		k, lookErr := db.KeyBySecret(ctx, secret)
+		if lookErr == nil {
 			log.Info("the API key of "+envKeyVar+" exists", "key_name", k.Name, "key_id", k.ID)
 			return nil
-		} else if !errors.Is(err, storage.ErrNotFound) {
+		}
+		if !errors.Is(lookErr, storage.ErrNotFound) {
+			return fmt.Errorf("%s: %w", envKeyVar, lookErr)
+		}
+		k, err = db.CreateKeyWithSecret(ctx, name, storage.Scope{}, secret)
+		switch {
+		case err == nil && name == envKeyName:
+			log.Info("created the API key of "+envKeyVar, "key_name", k.Name, "key_id", k.ID)
+			return nil
+		case err == nil:
+			log.Warn("created the API key of "+envKeyVar+" under another name: a key named "+envKeyName+
+				" has another secret, and works until it is revoked", "key_name", k.Name, "key_id", k.ID,
+				"revoke_with", "burner keys revoke "+envKeyName)
+			return nil
+		case !errors.Is(err, storage.ErrKeyExists):
 			return fmt.Errorf("%s: %w", envKeyVar, err)
 		}
+		// The name belongs to a key with another secret.
 		var suffix [4]byte
 		rand.Read(suffix[:]) // never fails (crypto/rand, Go 1.24)
 		name = envKeyName + "-" + hex.EncodeToString(suffix[:])
