@@ -272,7 +272,7 @@ func (r *resolver) exchange(ctx context.Context, fqdn string, qtype uint16) (ans
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
 					retry, timedOut, why = true, true, "i/o timeout"
-				} else if errors.Is(err, errOtherQuestion) {
+				} else if errors.Is(err, errOtherQuestion) || errors.Is(err, errNotAnswer) {
 					why = err.Error()
 				} else {
 					why = "DNS server unreachable"
@@ -299,6 +299,12 @@ func (r *resolver) exchange(ctx context.Context, fqdn string, qtype uint16) (ans
 // errOtherQuestion is an answer whose question is not the one asked.
 var errOtherQuestion = errors.New("answer to another question")
 
+// errNotAnswer is a message without the response bit (RFC 1035 §4.1.1):
+// most likely the query itself, read back by a socket the kernel bound to
+// the server's own port, which a NOERROR without records would otherwise
+// turn into "no such record".
+var errNotAnswer = errors.New("not an answer")
+
 func timeoutError(fqdn string) error {
 	return &net.DNSError{Err: "i/o timeout", Name: strings.TrimSuffix(fqdn, "."), IsTimeout: true, IsTemporary: true}
 }
@@ -321,6 +327,9 @@ func (r *resolver) ask(ctx context.Context, c *dns.Client, q *dns.Msg, server st
 	m, _, err := c.ExchangeWithConnContext(ctx, q, conn)
 	if err != nil {
 		return nil, err
+	}
+	if !m.Response {
+		return nil, errNotAnswer
 	}
 	if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, q.Question[0].Name) || m.Question[0].Qtype != q.Question[0].Qtype {
 		return nil, errOtherQuestion

@@ -211,6 +211,18 @@ func TestResolverRefused(t *testing.T) {
 	}
 }
 
+// TestResolverEcho: the query read back, as when the kernel binds the
+// resolver's socket to the server's own port, is no answer: not NODATA,
+// which SPF would take for "none".
+func TestResolverEcho(t *testing.T) {
+	r := newResolver(dnstest.Echo(t), "", time.Now)
+	_, err := r.LookupTXT(context.Background(), "example.test")
+	var de *net.DNSError
+	if !errors.As(err, &de) || !de.Temporary() || de.IsNotFound || de.Err != "not an answer" {
+		t.Fatalf("LookupTXT answered by the query itself: %#v, want a temporary 'not an answer' *net.DNSError", err)
+	}
+}
+
 func TestResolverNoServers(t *testing.T) {
 	r := newResolver("", filepath.Join(t.TempDir(), "missing.conf"), time.Now)
 	_, err := r.LookupTXT(context.Background(), "example.test")

@@ -267,6 +267,34 @@ func Blackhole(t testing.TB) (string, <-chan struct{}) {
 	return pc.LocalAddr().String(), got
 }
 
+// Echo returns the address of a UDP socket that sends every datagram
+// back as it came, as a socket the kernel connected to its own port reads
+// its own query.
+func Echo(t testing.TB) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], from)
+		}
+	}()
+	t.Cleanup(func() {
+		pc.Close()
+		<-done
+	})
+	return pc.LocalAddr().String()
+}
+
 // ClosedPort returns a UDP address nothing listens on: queries to it are
 // refused at once (ICMP port unreachable).
 func ClosedPort(t testing.TB) string {
