@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,13 +62,44 @@ func (r FaultRule) Covers(inbox string) bool {
 	return Scope{Inboxes: []string{r.Inbox}}.Reaches(inbox)
 }
 
-// Limits reports whether a rule with PerMinute applies at stage to a
+// AppliesTo reports whether r applies at stage to a message for any of
+// inboxes; recent says how many RCPTs named an inbox within the last
+// minute, and is asked only for a rule with PerMinute (limits).
+func (r FaultRule) AppliesTo(stage FaultStage, inboxes []string, recent func(inbox string) (int, error)) (bool, error) {
+	if r.Stage != stage || r.Spent() {
+		return false, nil
+	}
+	for _, inbox := range inboxes {
+		if !r.Covers(inbox) {
+			continue
+		}
+		n := 0
+		if r.PerMinute > 0 {
+			var err error
+			if n, err = recent(inbox); err != nil {
+				return false, err
+			}
+		}
+		if r.limits(stage, n) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Counts reports whether r counts a RCPT for inbox that no rule refused:
+// it has PerMinute, is not spent and covers inbox.
+func (r FaultRule) Counts(inbox string) bool {
+	return r.PerMinute > 0 && !r.Spent() && r.Covers(inbox)
+}
+
+// limits reports whether a rule with PerMinute applies at stage to a
 // message for an inbox that had recent RCPTs within the last minute, each
 // one that named the inbox and was not refused: at FaultAtRcpt the RCPT
 // being answered is not counted yet, so the rule answers the (PerMinute+1)th;
 // at FaultAtData the message's own RCPT is, so it answers past PerMinute.
 // A rule without PerMinute applies to every message.
-func (r FaultRule) Limits(stage FaultStage, recent int) bool {
+func (r FaultRule) limits(stage FaultStage, recent int) bool {
 	switch {
 	case r.PerMinute <= 0:
 		return true
@@ -121,6 +153,42 @@ func ConfigFaultRuleIDs(rules []FaultRule) []string {
 		ids[i] = u.String()
 	}
 	return ids
+}
+
+// ArmPlan is what Engine.ArmFaultRules changes in a store (PlanArm).
+type ArmPlan struct {
+	Drop  []int       // indexes, in the rules the store has, of those to delete
+	Add   []FaultRule // the rules to store, newest last
+	Armed []FaultRule // the configured rules the store then has, in creation order
+}
+
+// PlanArm plans Engine.ArmFaultRules for a store that has the rules have,
+// in creation order, and the configured rules want with their ids
+// (CleanConfigFaultRules). A rule armed from the configuration that it no
+// longer has is deleted; one it still has stays, with its uses; the rest
+// are added, made at now. Rules made through the API are left alone.
+func PlanArm(have, want []FaultRule, ids []string, now time.Time) ArmPlan {
+	var p ArmPlan
+	kept := make(map[string]bool)
+	for i, r := range have {
+		switch {
+		case !r.Config:
+		case slices.Contains(ids, r.ID):
+			kept[r.ID] = true
+			p.Armed = append(p.Armed, r)
+		default:
+			p.Drop = append(p.Drop, i)
+		}
+	}
+	for i, r := range want {
+		if kept[ids[i]] {
+			continue
+		}
+		r.ID, r.Used, r.CreatedAt, r.Config = ids[i], 0, now, true
+		p.Add = append(p.Add, r)
+	}
+	p.Armed = append(p.Armed, p.Add...)
+	return p
 }
 
 // MaxFaultDelay bounds FaultRule.Delay.

@@ -167,11 +167,16 @@ func (db *DB) FaultRules(ctx context.Context) ([]storage.FaultRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", err)
 	}
-	out := make([]storage.FaultRule, len(rules))
-	for i, r := range rules {
+	return rulesOf(rules), nil
+}
+
+// rulesOf returns the rules of stored, without their keys.
+func rulesOf(stored []storedRule) []storage.FaultRule {
+	out := make([]storage.FaultRule, len(stored))
+	for i, r := range stored {
 		out[i] = r.FaultRule
 	}
-	return out, nil
+	return out
 }
 
 // DeleteFaultRule deletes the rule with id, or returns ErrNotFound
@@ -207,48 +212,31 @@ func (db *DB) ArmFaultRules(ctx context.Context, rules []storage.FaultRule) ([]s
 	if err != nil {
 		return nil, err
 	}
-	var armed []storage.FaultRule
+	now := record.Milli(db.now())
+	var plan storage.ArmPlan
 	err = db.bolt.Update(func(tx *bolt.Tx) error {
-		armed = nil
 		have, err := faultRules(tx)
 		if err != nil {
 			return err
 		}
-		kept := make(map[string]bool)
-		for _, r := range have {
-			switch {
-			case !r.Config:
-			case slices.Contains(ids, r.ID):
-				kept[r.ID] = true
-			default:
-				if err := tx.Bucket(bucketFaults).Delete(r.key); err != nil {
-					return err
-				}
+		plan = storage.PlanArm(rulesOf(have), want, ids, now)
+		for _, i := range plan.Drop {
+			if err := tx.Bucket(bucketFaults).Delete(have[i].key); err != nil {
+				return err
 			}
 		}
-		now := record.Milli(db.now())
-		n := countFaultRules(tx)
-		for i, r := range want {
-			if kept[ids[i]] {
-				continue
-			}
-			r.ID, r.Used, r.CreatedAt, r.Config = ids[i], 0, now, true
+		n := len(have) - len(plan.Drop)
+		for _, r := range plan.Add {
 			if err := addFaultRule(tx, r, &n); err != nil {
 				return err
 			}
 		}
-		all, err := faultRules(tx)
-		for _, r := range all {
-			if r.Config {
-				armed = append(armed, r.FaultRule)
-			}
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("arm fault rules: %w", err)
 	}
-	return armed, nil
+	return plan.Armed, nil
 }
 
 // ApplyFaultRule returns the first rule that applies, and counts its use
@@ -342,23 +330,19 @@ func (c *rcptCounter) recent(inbox string, now time.Time) int {
 func (c *rcptCounter) choose(rules []storedRule, stage storage.FaultStage, inboxes []string, now time.Time) (storedRule, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	recent := func(inbox string) (int, error) { return c.recent(inbox, now), nil }
 	for _, r := range rules {
-		if r.Stage != stage || r.Spent() {
-			continue
-		}
-		for _, inbox := range inboxes {
-			if r.Covers(inbox) && r.Limits(stage, c.recent(inbox, now)) {
-				return r, true
-			}
+		if ok, _ := r.AppliesTo(stage, inboxes, recent); ok {
+			return r, true
 		}
 	}
 	return storedRule{}, false
 }
 
-// note counts a RCPT for inbox that no rule refused, when a rule with
-// PerMinute that is not spent covers it.
+// note counts a RCPT for inbox that no rule refused, when a rule counts
+// it (FaultRule.Counts).
 func (c *rcptCounter) note(rules []storedRule, inbox string, now time.Time) {
-	if !slices.ContainsFunc(rules, func(r storedRule) bool { return r.PerMinute > 0 && !r.Spent() && r.Covers(inbox) }) {
+	if !slices.ContainsFunc(rules, func(r storedRule) bool { return r.Counts(inbox) }) {
 		return
 	}
 	c.mu.Lock()

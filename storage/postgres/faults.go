@@ -119,11 +119,16 @@ func (db *DB) FaultRules(ctx context.Context) ([]storage.FaultRule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fault rules: %w", db.fail(err))
 	}
-	out := make([]storage.FaultRule, len(rules))
-	for i, r := range rules {
+	return rulesOf(rules), nil
+}
+
+// rulesOf returns the rules of stored, without their seqs.
+func rulesOf(stored []storedRule) []storage.FaultRule {
+	out := make([]storage.FaultRule, len(stored))
+	for i, r := range stored {
 		out[i] = r.FaultRule
 	}
-	return out, nil
+	return out
 }
 
 // DeleteFaultRule deletes the rule with id, or returns ErrNotFound
@@ -157,9 +162,9 @@ func (db *DB) ArmFaultRules(ctx context.Context, rules []storage.FaultRule) ([]s
 	if err != nil {
 		return nil, err
 	}
-	var armed []storage.FaultRule
+	now := record.Milli(db.now())
+	var plan storage.ArmPlan
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		armed = nil
 		if err := lockFaultRules(ctx, tx); err != nil {
 			return err
 		}
@@ -167,40 +172,23 @@ func (db *DB) ArmFaultRules(ctx context.Context, rules []storage.FaultRule) ([]s
 		if err != nil {
 			return err
 		}
-		kept := make(map[string]bool)
-		for _, r := range have {
-			switch {
-			case !r.Config:
-			case slices.Contains(ids, r.ID):
-				kept[r.ID] = true
-			default:
-				if _, err := tx.Exec(ctx, `DELETE FROM fault_rules WHERE seq = $1`, r.seq); err != nil {
-					return err
-				}
+		plan = storage.PlanArm(rulesOf(have), want, ids, now)
+		for _, i := range plan.Drop {
+			if _, err := tx.Exec(ctx, `DELETE FROM fault_rules WHERE seq = $1`, have[i].seq); err != nil {
+				return err
 			}
 		}
-		now := record.Milli(db.now())
-		for i, r := range want {
-			if kept[ids[i]] {
-				continue
-			}
-			r.ID, r.CreatedAt, r.Config = ids[i], now, true
+		for _, r := range plan.Add {
 			if err := insertFaultRule(ctx, tx, r); err != nil {
 				return err
 			}
 		}
-		all, err := faultRules(ctx, tx, false)
-		for _, r := range all {
-			if r.Config {
-				armed = append(armed, r.FaultRule)
-			}
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("arm fault rules: %w", db.fail(err))
 	}
-	return armed, nil
+	return plan.Armed, nil
 }
 
 // ApplyFaultRule returns the first rule that applies, and counts its use
@@ -236,29 +224,14 @@ func (db *DB) applyFaultRule(ctx context.Context, stage storage.FaultStage, inbo
 		return n, err
 	}
 	for _, r := range rules {
-		if r.Stage != stage {
-			continue
-		}
-		applies := false
-		for _, inbox := range inboxes {
-			if !r.Covers(inbox) {
-				continue
-			}
-			n := 0
-			if r.PerMinute > 0 {
-				if n, err = count(inbox); err != nil {
-					return storage.FaultRule{}, false, err
-				}
-			}
-			if r.Limits(stage, n) {
-				applies = true
-				break
-			}
+		applies, err := r.AppliesTo(stage, inboxes, count)
+		if err != nil {
+			return storage.FaultRule{}, false, err
 		}
 		if !applies {
 			continue
 		}
-		err := db.pool.QueryRow(ctx, `UPDATE fault_rules SET used = used + 1 WHERE seq = $1 AND (times = 0 OR used < times) RETURNING used`,
+		err = db.pool.QueryRow(ctx, `UPDATE fault_rules SET used = used + 1 WHERE seq = $1 AND (times = 0 OR used < times) RETURNING used`,
 			r.seq).Scan(&r.Used)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // spent or deleted meanwhile, on this node or another
@@ -268,7 +241,7 @@ func (db *DB) applyFaultRule(ctx context.Context, stage storage.FaultStage, inbo
 		}
 		return r.FaultRule, true, nil
 	}
-	if stage == storage.FaultAtRcpt && slices.ContainsFunc(rules, func(r storedRule) bool { return r.PerMinute > 0 && r.Covers(inboxes[0]) }) {
+	if stage == storage.FaultAtRcpt && slices.ContainsFunc(rules, func(r storedRule) bool { return r.Counts(inboxes[0]) }) {
 		if _, err := db.pool.Exec(ctx, `INSERT INTO fault_rcpts (inbox, at) VALUES ($1, $2)`, inboxes[0], now.UnixMilli()); err != nil {
 			return storage.FaultRule{}, false, err
 		}
