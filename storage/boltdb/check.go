@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 
 	"burner/storage"
@@ -143,8 +142,8 @@ func checkEmails(tx *bolt.Tx, r *storage.CheckReport) {
 		got, at, ok := decodeInbox(v)
 		if want := counts[string(inbox)]; got != want || !ok {
 			r.Problemf("inbox %q counts %d emails (%x) but holds %d", inbox, got, v, want)
-		} else if k := newest[string(inbox)]; k != nil && binary.BigEndian.Uint64(k[len(k)-16:]) != at {
-			r.Problemf("inbox %q says its newest email came at %d ms, but it came at %d ms", inbox, at, binary.BigEndian.Uint64(k[len(k)-16:]))
+		} else if k := newest[string(inbox)]; k != nil && keyMilli(k) != at {
+			r.Problemf("inbox %q says its newest email came at %d ms, but it came at %d ms", inbox, at, keyMilli(k))
 		}
 		delete(counts, string(inbox))
 		return nil

@@ -124,9 +124,11 @@ func emailKey(inbox []byte, t time.Time, seq uint64) []byte {
 func keyInbox(key []byte) []byte { return key[:len(key)-17] }
 
 func keyTime(key []byte) time.Time {
-	ms := binary.BigEndian.Uint64(key[len(key)-16:])
-	return record.FromMilli(int64(ms))
+	return record.FromMilli(int64(keyMilli(key)))
 }
+
+// keyMilli returns the time of the emails key key, in Unix ms.
+func keyMilli(key []byte) uint64 { return binary.BigEndian.Uint64(key[len(key)-16:]) }
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
@@ -136,7 +138,10 @@ const inboxLen = 16
 // encodeInbox returns the inboxes value of an inbox of n emails, the
 // newest received at newest (Unix ms).
 func encodeInbox(n int, newest uint64) []byte {
-	return binary.BigEndian.AppendUint64(be64(uint64(n)), newest)
+	v := make([]byte, inboxLen)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	binary.BigEndian.PutUint64(v[8:], newest)
+	return v
 }
 
 // decodeInbox returns the count and newest time (Unix ms) of an inboxes

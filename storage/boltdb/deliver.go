@@ -155,7 +155,8 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 		// The inbox's record holds its newest email's time (addCount), and
 		// sees an earlier delivery of this commit to the same inbox.
 		d.times[i] = d.received
-		if n, newest, _ := decodeInbox(inboxes.Get(d.inboxes[i])); n > 0 {
+		n, newest, _ := decodeInbox(inboxes.Get(d.inboxes[i]))
+		if n > 0 {
 			if t := record.FromMilli(int64(newest)); !d.received.After(t) {
 				d.times[i] = t.Add(time.Millisecond)
 			}
@@ -167,8 +168,15 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 		if err := tx.Bucket(bucketIDs).Put(d.ids[i][:], key); err != nil {
 			return err
 		}
-		if err := addCount(tx, key, 1); err != nil {
+		// One more email, and the newest: what addCount would write,
+		// from the value read above.
+		if err := inboxes.Put(d.inboxes[i], encodeInbox(n+1, keyMilli(key))); err != nil {
 			return err
+		}
+		if maxPerInbox > 0 {
+			if _, err := trimInbox(tx, d.inboxes[i], n+1, maxPerInbox, -1); err != nil {
+				return err
+			}
 		}
 	}
 	// spec §9: the events go in the emails' own commit, so that a crash
@@ -187,13 +195,6 @@ func (db *DB) put(tx *bolt.Tx, d *delivery) error {
 		// the many.
 		if _, err := db.trimSMTPLog(tx, db.retention.MaxSessions, trimAtDelivery); err != nil {
 			return err
-		}
-	}
-	if maxPerInbox > 0 {
-		for _, inbox := range d.inboxes {
-			if _, err := trimInbox(tx, inbox, maxPerInbox, -1); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -125,7 +125,7 @@ func (db *DB) Clear(ctx context.Context, localPart string) (int, error) {
 		n := 0
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			var err error
-			n, err = trimInbox(tx, inbox, 0, smallTx)
+			n, err = trimInbox(tx, inbox, inboxCount(tx, inbox), 0, smallTx)
 			return err
 		})
 		if err != nil {
@@ -138,11 +138,11 @@ func (db *DB) Clear(ctx context.Context, localPart string) (int, error) {
 	}
 }
 
-// trimInbox deletes the oldest emails of inbox until at most keep remain,
-// or until it has deleted most (when most >= 0), and returns how many it
-// deleted.
-func trimInbox(tx *bolt.Tx, inbox []byte, keep, most int) (int, error) {
-	over := inboxCount(tx, inbox) - keep
+// trimInbox deletes the oldest emails of inbox, which holds n, until at
+// most keep remain, or until it has deleted most (when most >= 0), and
+// returns how many it deleted.
+func trimInbox(tx *bolt.Tx, inbox []byte, n, keep, most int) (int, error) {
+	over := n - keep
 	if most >= 0 && over > most {
 		over = most
 	}
@@ -221,14 +221,14 @@ func addCount(tx *bolt.Tx, key []byte, delta int) error {
 	if n += delta; n <= 0 {
 		return b.Delete(inbox)
 	}
-	at := binary.BigEndian.Uint64(key[len(key)-16:])
+	at := keyMilli(key)
 	switch {
 	case delta > 0 && at > newest:
 		newest = at
 	case delta < 0 && at >= newest:
 		prefix := append(inbox[:len(inbox):len(inbox)], 0)
 		if k := newestKey(tx.Bucket(bucketEmails).Cursor(), prefix); len(k) == len(prefix)+16 && bytes.HasPrefix(k, prefix) {
-			newest = binary.BigEndian.Uint64(k[len(k)-16:])
+			newest = keyMilli(k)
 		}
 	}
 	return b.Put(bytes.Clone(inbox), encodeInbox(n, newest))

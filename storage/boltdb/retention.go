@@ -88,7 +88,7 @@ func (db *DB) sweepInbox(tx *bolt.Tx, inbox []byte, most int) (int, error) {
 	n := 0
 	if db.retention.MaxPerInbox > 0 {
 		var err error
-		if n, err = trimInbox(tx, inbox, db.retention.MaxPerInbox, most); err != nil || n == most {
+		if n, err = trimInbox(tx, inbox, inboxCount(tx, inbox), db.retention.MaxPerInbox, most); err != nil || n == most {
 			return n, err
 		}
 	}
