@@ -371,8 +371,9 @@ func (ss *session) delivering(n int64) *storage.SMTPSession {
 	return &rec
 }
 
-// delivered takes the outcome of Deliver for rec (from delivering).
-func (ss *session) delivered(rec *storage.SMTPSession, emails []storage.Email, err error) {
+// delivered takes the outcome of Deliver for rec (from delivering): ids
+// are the emails stored, kept by the record as they are.
+func (ss *session) delivered(rec *storage.SMTPSession, ids []string, err error) {
 	if rec == nil {
 		return
 	}
@@ -381,10 +382,7 @@ func (ss *session) delivered(rec *storage.SMTPSession, emails []storage.Email, e
 	r := &ss.rs
 	r.delivering = false
 	if err == nil {
-		rec.Emails = make([]string, len(emails))
-		for i, e := range emails {
-			rec.Emails[i] = e.ID
-		}
+		rec.Emails = ids
 		r.stored = rec
 		r.rec.Emails = rec.Emails
 		if r.logged {

@@ -522,7 +522,16 @@ func (ss *session) Data(r io.Reader) (err error) {
 	msg.Session = ss.delivering(int64(len(raw) - head))
 	msg.Auth = ss.authRecord()
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
-	ss.delivered(msg.Session, emails, err)
+	var ids []string
+	if err == nil && (msg.Session != nil || ss.srv.auth != nil) {
+		// One slice for the session's record and the verifier's job, which
+		// only read it.
+		ids = make([]string, len(emails))
+		for i, e := range emails {
+			ids[i] = e.ID
+		}
+	}
+	ss.delivered(msg.Session, ids, err)
 	if errors.Is(err, storage.ErrFull) {
 		ss.srv.log.Warn("email refused: data file full", "recipients", len(ss.rcpts), "bytes", len(raw))
 		ss.srv.metrics.rejected.WithLabelValues(rejectFull).Inc()
@@ -545,10 +554,6 @@ func (ss *session) Data(r io.Reader) (err error) {
 		// verifier holds the message longer: it gets a copy of its own,
 		// which costs a third of a buffer grown anew for the next
 		// message (BenchmarkAuthJobBytes).
-		ids := make([]string, len(emails))
-		for i, e := range emails {
-			ids[i] = e.ID
-		}
 		ss.srv.auth.Queue(ids, msg.Auth.Envelope, bytes.Clone(raw))
 	}
 	ss.srv.metrics.ingestLag.Observe(time.Since(received).Seconds())
