@@ -130,7 +130,7 @@ func (s *Server) handleAuth(w http.ResponseWriter, r *http.Request) {
 	if wait > 0 {
 		extendDeadlines(w, wait)
 	}
-	a, err := s.auth(r.Context(), r.PathValue("id"), wait)
+	a, err := s.auth(r.Context(), r.PathValue("id"), wait, time.Time{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -157,8 +157,9 @@ func authWait(rawQuery string) (time.Duration, error) {
 // pending, it waits up to wait for the verdict to land. A record pending
 // past its message's receivedAt plus the verifier's MaxDelay and
 // lostMargin lost its verdict: auth computes it (verifyLost), waiting
-// for that moment if it comes within wait.
-func (s *Server) auth(ctx context.Context, id string, wait time.Duration) (storage.AuthResult, error) {
+// for that moment if it comes within wait. receivedAt is the email's, for
+// a caller that read the email already; zero: auth reads it when needed.
+func (s *Server) auth(ctx context.Context, id string, wait time.Duration, receivedAt time.Time) (storage.AuthResult, error) {
 	// Taken before the read, so that no verdict slips between them.
 	changed := s.db.AuthChanged(id)
 	a, err := s.db.Auth(ctx, id)
@@ -167,11 +168,14 @@ func (s *Server) auth(ctx context.Context, id string, wait time.Duration) (stora
 	}
 	var lost time.Time // when the verdict counts as lost; zero: never here
 	if v := s.opts.Verifier; v != nil {
-		e, err := s.db.Email(ctx, id)
-		if err != nil {
-			return storage.AuthResult{}, err
+		if receivedAt.IsZero() {
+			e, err := s.db.Email(ctx, id)
+			if err != nil {
+				return storage.AuthResult{}, err
+			}
+			receivedAt = e.ReceivedAt
 		}
-		lost = e.ReceivedAt.Add(v.MaxDelay() + lostMargin)
+		lost = receivedAt.Add(v.MaxDelay() + lostMargin)
 	}
 	// The wait runs on the real clock; the loss is told by the store's,
 	// which gave receivedAt.

@@ -613,7 +613,7 @@ func (s *Server) toolReadEmail(ctx context.Context, in readEmailIn) (readEmailOu
 	if err != nil {
 		return readEmailOut{}, err
 	}
-	verdict, err := s.auth(ctx, in.ID, 0)
+	verdict, err := s.auth(ctx, in.ID, 0, e.ReceivedAt)
 	if err != nil {
 		return readEmailOut{}, err
 	}

@@ -598,7 +598,7 @@ func (u *webUI) handleEmail(w http.ResponseWriter, r *http.Request) {
 	found := codes.Find(e.Subject, c.Plain)
 	p.Codes, p.MoreCodes = found[:min(len(found), maxShownCodes)], max(len(found)-maxShownCodes, 0)
 	p.Links, p.MoreLinks = c.Links[:min(len(c.Links), maxShownLinks)], max(len(c.Links)-maxShownLinks, 0)
-	a, err := u.s.auth(r.Context(), e.ID, 0)
+	a, err := u.s.auth(r.Context(), e.ID, 0, e.ReceivedAt)
 	if err != nil {
 		u.fail(w, r, err)
 		return
