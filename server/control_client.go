@@ -175,7 +175,7 @@ func readError(resp *http.Response) error {
 		// The client's requests are well-formed JSON: a 400 is the name,
 		// an inbox pattern or a metrics scope with patterns, whose message
 		// says so (handleCreateKey).
-		for _, sentinel := range []error{storage.ErrBadInboxPattern, storage.ErrMetricsScope, storage.ErrBadSecret} {
+		for _, sentinel := range keyRuleErrors {
 			if strings.Contains(e.Error, sentinel.Error()) {
 				return &controlError{e.Error, sentinel}
 			}

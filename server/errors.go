@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,12 @@ func (e *paramError) named(name string) string {
 	return strings.Replace(e.Msg, "'"+e.Param+"'", "'"+name+"'", 1)
 }
 
+// keyRuleErrors are the refusals of a key's scope or secret: fail answers
+// them 400 with their message, and readError finds the message again to
+// give the control client the same sentinel. One list, so the two cannot
+// drift apart.
+var keyRuleErrors = []error{storage.ErrBadInboxPattern, storage.ErrMetricsScope, storage.ErrBadSecret}
+
 // fail answers a failed request. It is the one place where errors become
 // HTTP statuses; internal errors are logged, never sent.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -67,7 +74,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "'name' must be 1 to 64 printable characters.")
 	case errors.Is(err, storage.ErrKeyExists):
 		writeError(w, http.StatusConflict, "A key with that name already exists.")
-	case errors.Is(err, storage.ErrBadInboxPattern), errors.Is(err, storage.ErrMetricsScope), errors.Is(err, storage.ErrBadSecret):
+	case slices.ContainsFunc(keyRuleErrors, func(rule error) bool { return errors.Is(err, rule) }):
 		// A key's scope or secret refused (the control socket): the
 		// message names the rule; ControlClient maps it back.
 		writeError(w, http.StatusBadRequest, err.Error())
