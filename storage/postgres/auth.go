@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"burner/storage"
@@ -144,7 +143,7 @@ func (db *DB) updateAuth(ctx context.Context, batch []*authPut) error {
 				ids = append(ids, id.String())
 			}
 		}
-		b.Queue(`SELECT pg_notify($1, $2)`, authChannel, db.authPayload(ids))
+		b.Queue(`SELECT pg_notify($1, $2)`, authChannel, db.payload(ids))
 		res := tx.SendBatch(ctx, &b)
 		defer res.Close()
 		for _, p := range batch {
@@ -161,13 +160,6 @@ func (db *DB) updateAuth(ctx context.Context, batch []*authPut) error {
 	})
 }
 
-func (db *DB) authPayload(ids []string) string {
-	if len(db.node)+1+37*len(ids) > maxPayload {
-		return db.node + "\t*"
-	}
-	return db.node + "\t" + strings.Join(ids, "\n")
-}
-
 // AuthChanged returns a channel that is closed once PutAuth has stored a
 // record for email id after the call, on this node or any other, or when
 // the notifications of other nodes may have been lost.
@@ -176,20 +168,4 @@ func (db *DB) AuthChanged(id string) <-chan struct{} {
 		id = uid.String() // the form the payloads carry
 	}
 	return db.authChanges.Changed(id)
-}
-
-// heardAuth wakes the waiters of the ids of a payload of authChannel from
-// another node.
-func (db *DB) heardAuth(payload string) {
-	node, ids, ok := strings.Cut(payload, "\t")
-	if !ok || node == db.node { // this node woke its own waiters
-		return
-	}
-	if ids == "*" {
-		db.authChanges.NotifyAll()
-		return
-	}
-	for _, id := range strings.Split(ids, "\n") {
-		db.authChanges.Notify(id)
-	}
 }

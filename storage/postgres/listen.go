@@ -19,15 +19,31 @@ const channel = "burner_mail"
 // maxPayload keeps a payload below PostgreSQL's 8000 bytes.
 const maxPayload = 7900
 
-func (db *DB) payload(inboxes []string) string {
+// payload returns the payload of a notification of names (inboxes on
+// channel, email ids on authChannel) from this node.
+func (db *DB) payload(names []string) string {
 	n := len(db.node) + 1
-	for _, in := range inboxes {
+	for _, in := range names {
 		n += len(in) + 1
 	}
 	if n > maxPayload {
 		return db.node + "\t*"
 	}
-	return db.node + "\t" + strings.Join(inboxes, "\n")
+	return db.node + "\t" + strings.Join(names, "\n")
+}
+
+// heard returns the names of a payload from another node, or all when
+// they did not fit; ok is false for this node's own payloads, whose
+// waiters it woke at commit, and for one it cannot read.
+func (db *DB) heard(payload string) (names []string, all, ok bool) {
+	node, rest, ok := strings.Cut(payload, "\t")
+	if !ok || node == db.node {
+		return nil, false, false
+	}
+	if rest == "*" {
+		return nil, true, true
+	}
+	return strings.Split(rest, "\n"), false, true
 }
 
 // Changed returns a channel that is closed once an email for the inbox
@@ -127,22 +143,22 @@ func (db *DB) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, listening fun
 		if err != nil {
 			return err
 		}
-		if n.Channel == authChannel {
-			db.heardAuth(n.Payload)
-			continue
-		}
-		node, inboxes, ok := strings.Cut(n.Payload, "\t")
-		if !ok || node == db.node { // this node woke its own waiters at commit
-			continue
-		}
-		if inboxes == "*" {
+		names, all, ok := db.heard(n.Payload)
+		switch {
+		case !ok:
+		case n.Channel == authChannel && all:
+			db.authChanges.NotifyAll()
+		case n.Channel == authChannel:
+			for _, id := range names {
+				db.authChanges.Notify(id)
+			}
+		case all:
 			db.wakeAll()
-			continue
+		default:
+			for _, inbox := range names {
+				db.notify(inbox)
+			}
+			db.wakeHooks(names)
 		}
-		names := strings.Split(inboxes, "\n")
-		for _, inbox := range names {
-			db.notify(inbox)
-		}
-		db.wakeHooks(names)
 	}
 }
