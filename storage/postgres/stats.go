@@ -95,8 +95,9 @@ func (db *DB) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storag
 	// The prefilter: LIKE patterns with the prefixes' own %, _ and \
 	// taken literally. The shared rule (q.Matches) decides.
 	likes := make([]string, len(prefixes))
+	literal := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	for i, p := range prefixes {
-		likes[i] = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p) + "%"
+		likes[i] = literal.Replace(p) + "%"
 	}
 	walk := max(defaultRecentWalk, 20*q.Limit)
 	if db.recentWalk > 0 {
@@ -142,10 +143,8 @@ func (db *DB) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storag
 			}
 		}
 		var err error
-		if out, err = groupInboxes(ctx, tx, q, likes); err != nil {
-			return err
-		}
-		return countInboxes(ctx, tx, out)
+		out, err = groupInboxes(ctx, tx, q, likes)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("recent inboxes: %w", db.fail(err))
@@ -154,9 +153,9 @@ func (db *DB) RecentInboxes(ctx context.Context, q storage.InboxQuery) ([]storag
 }
 
 // groupInboxes returns every inbox q keeps among those of the LIKE
-// patterns likes, newest first, at most q.Limit, their counts unset.
+// patterns likes, newest first, at most q.Limit, with their counts.
 func groupInboxes(ctx context.Context, tx pgx.Tx, q storage.InboxQuery, likes []string) ([]storage.Inbox, error) {
-	rows, err := tx.Query(ctx, `SELECT inbox, max(received_at) AS newest FROM emails WHERE inbox LIKE ANY($1)
+	rows, err := tx.Query(ctx, `SELECT inbox, count(*), max(received_at) AS newest FROM emails WHERE inbox LIKE ANY($1)
 		GROUP BY inbox ORDER BY newest DESC, inbox COLLATE "C"`, likes)
 	if err != nil {
 		return nil, err
@@ -165,14 +164,15 @@ func groupInboxes(ctx context.Context, tx pgx.Tx, q storage.InboxQuery, likes []
 	var out []storage.Inbox
 	for rows.Next() && (q.Limit == 0 || len(out) < q.Limit) {
 		var (
-			name string
-			at   int64
+			in storage.Inbox
+			at int64
 		)
-		if err := rows.Scan(&name, &at); err != nil {
+		if err := rows.Scan(&in.Name, &in.Emails, &at); err != nil {
 			return nil, err
 		}
-		if q.Matches(name) {
-			out = append(out, storage.Inbox{Name: name, Newest: record.FromMilli(at)})
+		if q.Matches(in.Name) {
+			in.Newest = record.FromMilli(at)
+			out = append(out, in)
 		}
 	}
 	return out, rows.Err()
