@@ -125,6 +125,11 @@ func (l *limitListener) closeAll() {
 
 // addrOf is a connection's IP address; the zero Addr if it has none.
 func addrOf(a net.Addr) netip.Addr {
+	if t, ok := a.(*net.TCPAddr); ok {
+		// What every listener of ours hands out: no string to format and
+		// parse again.
+		return t.AddrPort().Addr().Unmap()
+	}
 	ap, err := netip.ParseAddrPort(a.String())
 	if err != nil {
 		return netip.Addr{} // not TCP: all such connections share one count

@@ -199,3 +199,24 @@ func TestShutdownClosesWhatOutlastsIt(t *testing.T) {
 		t.Errorf("Serve returned %v", err)
 	}
 }
+
+// addrOf's shortcut for TCP gives what parsing the address's text gives,
+// which other kinds of address still go through.
+func TestAddrOf(t *testing.T) {
+	for _, s := range []string{"192.0.2.1:25", "[::ffff:192.0.2.1]:25", "[2001:db8::1]:25", "[fe80::1%eth0]:25"} {
+		a := net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s))
+		want := netip.MustParseAddrPort(s).Addr().Unmap()
+		if got := addrOf(a); got != want {
+			t.Errorf("addrOf(%s) = %v, want %v", s, got, want)
+		}
+		if got := addrOf(&net.UDPAddr{IP: a.IP, Port: a.Port, Zone: a.Zone}); got != want {
+			t.Errorf("addrOf(udp %s) = %v, want %v", s, got, want)
+		}
+	}
+	if got := addrOf(&net.TCPAddr{}); got.IsValid() {
+		t.Errorf("addrOf(no IP) = %v, want none", got)
+	}
+	if got := addrOf(&net.UnixAddr{Name: "/tmp/s", Net: "unix"}); got.IsValid() {
+		t.Errorf("addrOf(unix) = %v, want none", got)
+	}
+}

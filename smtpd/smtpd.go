@@ -448,7 +448,8 @@ func (ss *session) Data(r io.Reader) (err error) {
 		buf.Grow(int(ss.size) + 1024) // and the Received header
 	}
 	id := ss.sessionID()
-	ss.writeReceived(buf, start, id)
+	tlsVersion, tlsCipher, isTLS := ss.tlsNames() // for the Received field and the authentication record
+	ss.writeReceived(buf, start, id, isTLS)
 	head := buf.Len()
 	// BDAT hands us a pipe that the wire fills a chunk at a time, erring
 	// on a chunk cut short; DATA, the wire itself.
@@ -520,7 +521,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}
 	msg.Session = ss.delivering(int64(len(raw) - head))
-	msg.Auth = ss.authRecord()
+	msg.Auth = ss.authRecord(tlsVersion, tlsCipher, isTLS)
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
 	var ids []string
 	if err == nil && (msg.Session != nil || ss.srv.auth != nil) {
@@ -574,17 +575,16 @@ func (ss *session) Data(r io.Reader) (err error) {
 
 // authRecord returns the authentication record the message is stored
 // with (spec §12): what the MX saw of its delivery, status pending when a
-// verifier is to replace it with the verdicts, else off.
-func (ss *session) authRecord() *storage.AuthResult {
+// verifier is to replace it with the verdicts, else off. The TLS names
+// are tlsNames'.
+func (ss *session) authRecord(tlsVersion, tlsCipher string, isTLS bool) *storage.AuthResult {
 	r := &storage.AuthResult{Status: storage.AuthOff, Envelope: storage.Envelope{Helo: ss.conn.Hostname(), MailFrom: ss.from}}
 	if ss.srv.auth != nil {
 		r.Status = storage.AuthPending
 	}
-	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
-		r.Envelope.ClientIP = addr.AddrPort().Addr().Unmap()
-	}
-	if cs, ok := ss.conn.TLSConnectionState(); ok {
-		r.Envelope.TLS = &storage.TLS{Version: tls.VersionName(cs.Version), Cipher: tls.CipherSuiteName(cs.CipherSuite)}
+	r.Envelope.ClientIP = addrOf(ss.conn.Conn().RemoteAddr())
+	if isTLS {
+		r.Envelope.TLS = &storage.TLS{Version: tlsVersion, Cipher: tlsCipher}
 	}
 	return r
 }
@@ -593,13 +593,12 @@ func (ss *session) authRecord() *storage.AuthResult {
 // §4.4), as every MTA that takes a message does: with the protocol (RFC
 // 3848, RFC 6531), the session id that the session log and the 250 name,
 // and for a single recipient, that recipient (as Postfix does: with more,
-// each copy would show the others).
-func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time, id string) {
+// each copy would show the others). isTLS is tlsNames' ok.
+func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time, id string, isTLS bool) {
 	remote := ""
 	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {
 		remote = addr.IP.String()
 	}
-	_, isTLS := ss.conn.TLSConnectionState()
 	with := "ESMTP"
 	switch {
 	case ss.utf8 && isTLS:
