@@ -40,7 +40,7 @@ const lostMargin = 5 * time.Second
 type authJSON struct {
 	Status                string         `json:"status"`
 	Client                authClientJSON `json:"client"`
-	TLS                   *authTLSJSON   `json:"tls"`
+	TLS                   *tlsJSON       `json:"tls"`
 	MailFrom              string         `json:"mailFrom"`
 	SPF                   *authSPFJSON   `json:"spf"`
 	DKIM                  []authDKIMJSON `json:"dkim"`
@@ -55,7 +55,9 @@ type authClientJSON struct {
 	FCrDNS bool    `json:"fcrdns"`
 }
 
-type authTLSJSON struct {
+// tlsJSON is the TLS a client started, as both an email's record (spec
+// §12) and a session (§13.1) show it: one type, so the two keep one shape.
+type tlsJSON struct {
 	Version string `json:"version"`
 	Cipher  string `json:"cipher"`
 }
@@ -93,7 +95,7 @@ func newAuthJSON(r storage.AuthResult) authJSON {
 		out.Client.IP = env.ClientIP.String()
 	}
 	if env.TLS != nil {
-		out.TLS = &authTLSJSON{Version: env.TLS.Version, Cipher: env.TLS.Cipher}
+		out.TLS = &tlsJSON{Version: env.TLS.Version, Cipher: env.TLS.Cipher}
 	}
 	if r.Status != storage.AuthDone {
 		return out

@@ -97,7 +97,7 @@ type sessionJSON struct {
 	EndedAt    *string         `json:"endedAt"`
 	Node       string          `json:"node"`
 	Client     sessionClient   `json:"client"`
-	TLS        *sessionTLS     `json:"tls"`
+	TLS        *tlsJSON        `json:"tls"`
 	MailFrom   string          `json:"mailFrom"`
 	Recipients []sessionRcpt   `json:"recipients"`
 	Data       *sessionData    `json:"data"`
@@ -109,11 +109,6 @@ type sessionJSON struct {
 type sessionClient struct {
 	IP   string `json:"ip"`
 	HELO string `json:"helo"`
-}
-
-type sessionTLS struct {
-	Version string `json:"version"`
-	Cipher  string `json:"cipher"`
 }
 
 type sessionRcpt struct {
@@ -150,7 +145,7 @@ func newSessionJSON(s *storage.SMTPSession) sessionJSON {
 		j.EndedAt = &end
 	}
 	if s.TLS != nil {
-		j.TLS = &sessionTLS{Version: s.TLS.Version, Cipher: s.TLS.Cipher}
+		j.TLS = &tlsJSON{Version: s.TLS.Version, Cipher: s.TLS.Cipher}
 	}
 	for i, r := range s.Recipients {
 		j.Recipients[i] = sessionRcpt{Address: r.Address, Inbox: r.Inbox, Reply: r.Reply, Fault: r.Fault}
