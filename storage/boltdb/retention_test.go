@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"burner/storage"
 	"burner/storage/storetest"
@@ -53,4 +54,20 @@ func TestSweepAppliesALoweredCap(t *testing.T) {
 	if got := counts(t, db); got["box0"] != 10 || got["box1"] != 10 {
 		t.Errorf("inbox counts = %v, want 10 each", got)
 	}
+}
+
+// TestSweepForgetsRCPTs: the RCPTs counted for rules with PerMinute are
+// held in memory, and Sweep drops them once a minute old.
+func TestSweepForgetsRCPTs(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	db := openDB(t, Options{Now: clock.Now})
+	storetest.SweepForgetsRCPTs(t, db, clock, func() int {
+		db.rcpts.mu.Lock()
+		defer db.rcpts.mu.Unlock()
+		n := 0
+		for _, times := range db.rcpts.at {
+			n += len(times)
+		}
+		return n
+	})
 }

@@ -249,6 +249,13 @@ func (db *DB) applyFaultRule(ctx context.Context, stage storage.FaultStage, inbo
 	return storage.FaultRule{}, false, nil
 }
 
+// forgetRCPTs deletes the RCPTs counted more than a minute ago: the
+// sweeper's share, for inboxes no RCPT names again.
+func (db *DB) forgetRCPTs(ctx context.Context) error {
+	_, err := db.pool.Exec(ctx, `DELETE FROM fault_rcpts WHERE at <= $1`, db.now().Add(-perMinuteWindow).UnixMilli())
+	return err
+}
+
 // checkFaults checks that every fault rule is one CleanFaultRule accepts.
 func checkFaults(ctx context.Context, tx pgx.Tx, r *storage.CheckReport) error {
 	rules, err := faultRules(ctx, tx, false)

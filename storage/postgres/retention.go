@@ -45,6 +45,9 @@ func (db *DB) sweep(ctx context.Context) (int, error) {
 	if err := db.sweepSMTPLog(ctx); err != nil {
 		return 0, fmt.Errorf("the smtp session log: %w", err)
 	}
+	if err := db.forgetRCPTs(ctx); err != nil {
+		return 0, fmt.Errorf("the RCPTs fault rules count: %w", err)
+	}
 	total := 0
 	if db.retention.MaxAge > 0 {
 		cutoff := record.CeilMilli(db.now().Add(-db.retention.MaxAge)) // received_at < cutoff, to the nanosecond

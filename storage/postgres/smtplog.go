@@ -196,8 +196,7 @@ func (db *DB) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]s
 }
 
 // sweepSMTPLog deletes the rows beyond Retention.MaxSessions and those
-// older than Retention.SessionsMaxAge, smallTx at a time, and the RCPTs
-// counted for fault rules more than a minute ago.
+// older than Retention.SessionsMaxAge, smallTx at a time.
 func (db *DB) sweepSMTPLog(ctx context.Context) error {
 	for db.retention.MaxSessions > 0 {
 		if err := ctx.Err(); err != nil {
@@ -227,8 +226,7 @@ func (db *DB) sweepSMTPLog(ctx context.Context) error {
 			}
 		}
 	}
-	_, err := db.pool.Exec(ctx, `DELETE FROM fault_rcpts WHERE at <= $1`, db.now().Add(-perMinuteWindow).UnixMilli())
-	return err
+	return nil
 }
 
 // checkSMTPLog checks that every record of the session log decodes, under

@@ -178,7 +178,8 @@ func testFaultRulePerMinute(t *testing.T, open Opener) {
 			t.Errorf("message %d for dl: rule %q, want %q", i+1, got, want)
 		}
 	}
-	// Sweep forgets what is older than a minute, and nothing newer.
+	// Sweep forgets nothing newer than a minute; that it forgets what
+	// is older, which no answer shows, SweepForgetsRCPTs checks.
 	if _, err := db.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -250,5 +251,37 @@ func testArmFaultRules(t *testing.T, open Opener) {
 	}
 	if r, err := db.Check(ctx); err != nil || !r.OK() {
 		t.Errorf("Check = %+v, %v; want no problem", r, err)
+	}
+}
+
+// SweepForgetsRCPTs checks that Sweep forgets the RCPTs a rule with
+// PerMinute counted once they are a minute old, and none newer. counted
+// returns how many the engine holds: the rules' answers cannot show it,
+// as an RCPT a minute old no longer counts whether it is held or not.
+// db runs on clock.
+func SweepForgetsRCPTs(t *testing.T, db storage.Engine, clock *Clock, counted func() int) {
+	t.Helper()
+	ctx := context.Background()
+	createRule(t, db, storage.FaultRule{Inbox: "dl", Stage: storage.FaultAtData, Reply: "451 4.7.0 later", PerMinute: 2})
+	apply(t, db, storage.FaultAtRcpt, "dl")
+	apply(t, db, storage.FaultAtRcpt, "other") // no rule counts it
+	clock.Advance(time.Second)
+	apply(t, db, storage.FaultAtRcpt, "dl")
+	if n := counted(); n != 2 {
+		t.Fatalf("after two RCPTs for dl and one for other: %d counted, want 2", n)
+	}
+	clock.Advance(time.Minute - time.Second)
+	if _, err := db.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted(); n != 1 {
+		t.Errorf("a minute after the first RCPT, after a sweep: %d counted, want 1", n)
+	}
+	clock.Advance(time.Second)
+	if _, err := db.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted(); n != 0 {
+		t.Errorf("a minute after the last RCPT, after a sweep: %d counted, want 0", n)
 	}
 }
