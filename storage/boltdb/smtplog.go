@@ -322,36 +322,43 @@ func (db *DB) SMTPSessions(ctx context.Context, q storage.SMTPSessionQuery) ([]s
 }
 
 // sweepSMTPLog deletes the oldest records beyond Retention.MaxSessions
-// and those older than Retention.SessionsMaxAge, smallTx at a time.
+// and those older than Retention.SessionsMaxAge, smallTx at a time. Each
+// step looks first, so that a sweep with nothing to do costs no commit.
 func (db *DB) sweepSMTPLog(ctx context.Context) error {
 	cutoff := record.CeilMilli(db.now().Add(-db.retention.SessionsMaxAge)) // startedAt < cutoff
-	for _, step := range []func(tx *bolt.Tx) (int, error){
-		func(tx *bolt.Tx) (int, error) { return db.trimSMTPLog(tx, db.retention.MaxSessions, smallTx) },
-		func(tx *bolt.Tx) (int, error) {
-			if db.retention.SessionsMaxAge <= 0 {
-				return 0, nil
-			}
-			return db.deleteSMTPLogWhile(tx, smallTx, func(k []byte) bool { return int64(binary.BigEndian.Uint64(k)) < cutoff })
+	tooOld := func(k []byte) bool {
+		return db.retention.SessionsMaxAge > 0 && int64(binary.BigEndian.Uint64(k)) < cutoff
+	}
+	steps := []struct {
+		due func(b *bolt.Bucket) bool
+		run func(tx *bolt.Tx) (int, error)
+	}{{
+		func(b *bolt.Bucket) bool {
+			return db.retention.MaxSessions > 0 && int(b.Sequence()) > db.retention.MaxSessions
 		},
-	} {
+		func(tx *bolt.Tx) (int, error) { return db.trimSMTPLog(tx, db.retention.MaxSessions, smallTx) },
+	}, {
+		func(b *bolt.Bucket) bool { k, _ := b.Cursor().First(); return k != nil && tooOld(k) },
+		func(tx *bolt.Tx) (int, error) { return db.deleteSMTPLogWhile(tx, smallTx, tooOld) },
+	}}
+	for _, step := range steps {
 		for n := smallTx; n == smallTx; {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			// A look first: a sweep that finds nothing to do costs no commit.
 			var due bool
 			if err := db.bolt.View(func(tx *bolt.Tx) error {
-				c := tx.Bucket(bucketSMTPLog).Cursor()
-				k, _ := c.First()
-				due = k != nil && (int64(binary.BigEndian.Uint64(k)) < cutoff && db.retention.SessionsMaxAge > 0 ||
-					db.retention.MaxSessions > 0 && int(tx.Bucket(bucketSMTPLog).Sequence()) > db.retention.MaxSessions)
+				due = step.due(tx.Bucket(bucketSMTPLog))
 				return nil
-			}); err != nil || !due {
+			}); err != nil {
 				return err
+			}
+			if !due {
+				break
 			}
 			if err := db.bolt.Update(func(tx *bolt.Tx) error {
 				var err error
-				n, err = step(tx)
+				n, err = step.run(tx)
 				return err
 			}); err != nil {
 				return err

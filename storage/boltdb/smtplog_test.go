@@ -8,6 +8,8 @@ import (
 
 	"burner/storage"
 	"burner/storage/storetest"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The index by inbox lives in memory: Open builds it from the records,
@@ -61,5 +63,41 @@ func TestSMTPIndexStaleKey(t *testing.T) {
 	}
 	if keys := db.smtpIndex.newest("alice", -1, 0, 10); len(keys) != 1 {
 		t.Errorf("after the listing the index holds %d keys for alice, want 1", len(keys))
+	}
+}
+
+// The session log's sweep commits only a step that has work: records
+// past their age under the cap cost one commit, and a sweep with nothing
+// to do none.
+func TestSweepSMTPLogCommits(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	db := openDB(t, Options{Now: clock.Now, Retention: storage.Retention{MaxSessions: 100, SessionsMaxAge: time.Hour}})
+	recs := []storage.SMTPSession{
+		storetest.SMTPSession(storetest.SessionID(1), clock.Now(), true, "alice@inbox.test"),
+		storetest.SMTPSession(storetest.SessionID(2), clock.Now(), true, "bob@inbox.test"),
+	}
+	if err := db.WriteSMTPSessions(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	txid := func() int {
+		var id int
+		db.bolt.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+		return id
+	}
+	for _, tc := range []struct {
+		advance time.Duration
+		commits int
+		left    int
+	}{{0, 0, 2}, {2 * time.Hour, 1, 0}, {0, 0, 0}} {
+		clock.Advance(tc.advance)
+		before := txid()
+		if err := db.sweepSMTPLog(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.SMTPSessions(ctx, storage.SMTPSessionQuery{})
+		if n := txid() - before; n != tc.commits || err != nil || len(got) != tc.left {
+			t.Errorf("sweep after %v: %d commits, %d records left (%v); want %d commits, %d left", tc.advance, n, len(got), err, tc.commits, tc.left)
+		}
 	}
 }
