@@ -200,10 +200,9 @@ func (s *fastSanitizer) textToken(t string, raw bool) bool {
 		return true
 	}
 	if !raw && strings.IndexByte(t, '&') >= 0 {
-		if strings.IndexByte(t, '\r') >= 0 {
-			t = convertNewlinesString(t)
-		}
-		return s.escaped(xhtml.UnescapeString(t), false)
+		// As the tokenizer's Token has it: newlines converted, then
+		// references unescaped.
+		return s.escaped(xhtml.UnescapeString(normalizeNewlines(t)), false)
 	}
 	// Newlines converted as the text is escaped: mail's HTML comes with
 	// CRLF, and a copy of each text without its CRs is garbage.
@@ -257,24 +256,6 @@ func (s *fastSanitizer) escaped(t string, newlines bool) bool {
 		t = t[i+1:]
 	}
 	return true
-}
-
-// convertNewlinesString is x/net/html's convertNewlines: CRLF and CR
-// become LF.
-func convertNewlinesString(t string) string {
-	var b strings.Builder
-	b.Grow(len(t))
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if c == '\r' {
-			if i+1 < len(t) && t[i+1] == '\n' {
-				continue
-			}
-			c = '\n'
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 // markupDeclaration returns the length of the "<!…" token at the start of
@@ -345,16 +326,6 @@ func tagName(h string) (string, int) {
 		return h[:i], i
 	}
 	return strings.ToLower(h[:i]), i
-}
-
-// rawElements are the elements whose content the tokenizer reads as raw
-// text (or RCDATA: title, textarea), up to their end tag.
-func rawElement(name string) bool {
-	switch name {
-	case "iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp":
-		return true
-	}
-	return false
 }
 
 // startTag reads the start tag at the start of h, applies the policy, and
@@ -461,7 +432,7 @@ func (s *fastSanitizer) startTag(h string) (int, bool) {
 	} else {
 		more = s.start(name)
 	}
-	if rawElement(name) {
+	if rawTextElement(name) {
 		if name == "script" || name == "plaintext" {
 			bail() // read by rules not followed here
 		}
@@ -508,9 +479,7 @@ func (s *fastSanitizer) attrValue(v string) string {
 	if strings.IndexByte(v, 0) >= 0 {
 		bail() // the tokenizer makes it U+FFFD
 	}
-	if strings.IndexByte(v, '\r') >= 0 {
-		v = convertNewlinesString(v)
-	}
+	v = normalizeNewlines(v) // x/net/html's convertNewlines
 	if strings.IndexByte(v, '&') < 0 {
 		return v
 	}
