@@ -83,9 +83,9 @@ const writeSMTPLogSQL = `WITH u AS (
 // batch), an update. Such an update spends a seq, which only makes the
 // cap hold with a row fewer.
 const deliverSMTPLogSQL = `INSERT INTO smtp_sessions (started_at, id, ended, inboxes, record)
-	SELECT started_at, id, true, string_to_array(inboxes, ' '), record
+	SELECT started_at, id, ended, string_to_array(inboxes, ' '), record
 	FROM unnest($1::bigint[], $2::uuid[], $3::boolean[], $4::text[], $5::bytea[]) AS u(started_at, id, ended, inboxes, record)
-	ON CONFLICT (started_at, id) DO UPDATE SET ended = true, inboxes = excluded.inboxes, record = excluded.record`
+	ON CONFLICT (started_at, id) DO UPDATE SET ended = excluded.ended, inboxes = excluded.inboxes, record = excluded.record`
 
 // trimSMTPLogSQL deletes the rows made before the last $1, at most $2
 // of them, the oldest first: then at most $1 rows are left, or $2 fewer
