@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"burner/emailjson"
@@ -97,6 +98,10 @@ func (s *Server) handleDeleteFault(w http.ResponseWriter, r *http.Request) {
 // spec §13.2, which is the order their faults are told in.
 var faultFields = []string{"inbox", "stage", "reply", "times", "delay", "disconnect", "perMinute"}
 
+// errFaultDelay refuses a delay that is no string as well as one that is
+// no duration: either way the client needs the same hint.
+var errFaultDelay = &paramError{Param: "delay", Msg: `'delay' must be a duration from "0s" to "60s", like "1.5s".`}
+
 // parseFaultRule reads a rule from a JSON object, or returns the 400 of
 // its first fault: a body that is no object, an unknown field, a field of
 // the wrong type, a field missing or out of range (storage.CleanFaultRule),
@@ -113,7 +118,7 @@ func parseFaultRule(body io.Reader) (storage.FaultRule, error) {
 	}
 	for name := range fields {
 		if !slices.Contains(faultFields, name) {
-			return storage.FaultRule{}, &paramError{Param: name, Msg: fmt.Sprintf("'%s' is not a field of a fault rule; they are %s.", name, fieldList())}
+			return storage.FaultRule{}, &paramError{Param: name, Msg: fmt.Sprintf("'%s' is not a field of a fault rule; they are %s.", name, strings.Join(faultFields, ", "))}
 		}
 	}
 	var r storage.FaultRule
@@ -151,7 +156,7 @@ func parseFaultRule(body io.Reader) (storage.FaultRule, error) {
 		func() error { return integer("times", &r.Times) },
 		func() error {
 			if err := str("delay", &delay, false); err != nil {
-				return &paramError{Param: "delay", Msg: `'delay' must be a duration from "0s" to "60s", like "1.5s".`}
+				return errFaultDelay
 			}
 			return nil
 		},
@@ -172,7 +177,7 @@ func parseFaultRule(body io.Reader) (storage.FaultRule, error) {
 	if delay != "" {
 		d, err := time.ParseDuration(delay)
 		if err != nil {
-			return storage.FaultRule{}, &paramError{Param: "delay", Msg: `'delay' must be a duration from "0s" to "60s", like "1.5s".`}
+			return storage.FaultRule{}, errFaultDelay
 		}
 		r.Delay = d
 	}
@@ -182,16 +187,4 @@ func parseFaultRule(body io.Reader) (storage.FaultRule, error) {
 		return storage.FaultRule{}, &paramError{Param: fe.Field, Msg: fmt.Sprintf("'%s' must be %s.", fe.Field, fe.Reason)}
 	}
 	return clean, err
-}
-
-// fieldList names the fields of a rule, for the error of an unknown one.
-func fieldList() string {
-	var b bytes.Buffer
-	for i, f := range faultFields {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(f)
-	}
-	return b.String()
 }
