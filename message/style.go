@@ -94,16 +94,15 @@ func allowedProperty(prop string) bool {
 		}
 		lower = append(lower, c)
 	}
-	// Every vendor prefix starts with '-', 'm' or 'p': a property that
-	// starts otherwise keeps its name, and is looked up without a copy.
-	if c := lower[0]; c != '-' && c != 'm' && c != 'p' {
-		return styleProperties[string(lower)]
+	// Stripped in turn, in the list's order, as bluemonday does; on the
+	// bytes, so that no property costs a string of its own (the
+	// comparison and the map index convert without a copy).
+	for _, pre := range vendorPrefixes {
+		if len(lower) >= len(pre) && string(lower[:len(pre)]) == pre {
+			lower = lower[len(pre):]
+		}
 	}
-	p := string(lower)
-	for _, prefix := range vendorPrefixes {
-		p = strings.TrimPrefix(p, prefix)
-	}
-	return styleProperties[p]
+	return styleProperties[string(lower)]
 }
 
 // trimImportant returns val without a trailing "!important".

@@ -130,3 +130,34 @@ func TestSanitizeStyleSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedProperty checks allowedProperty against stripping the vendor
+// prefixes off a lower-cased copy, and that it allocates nothing.
+func TestAllowedProperty(t *testing.T) {
+	props := []string{
+		"color", "COLOR", "margin", "padding-left", "-webkit-border-radius", "-MOZ-Border-Radius", "mso-line-height-rule",
+		"prince-color", "-webkit--moz-color", "-moz--webkit-color", "-webkit-", "-", "m", "p", "x-moz-binding",
+		"behavior", "-ms-behavior", "font_family", "col0r", "", strings.Repeat("a", 41),
+		"-webkit-" + strings.Repeat("a", 32), "-khtml-background-color",
+	}
+	for _, prop := range props {
+		want := false
+		if prop != "" && len(prop) <= 40 && strings.Trim(strings.ToLower(prop), "abcdefghijklmnopqrstuvwxyz-") == "" {
+			p := strings.ToLower(prop)
+			for _, pre := range vendorPrefixes {
+				p = strings.TrimPrefix(p, pre)
+			}
+			want = styleProperties[p]
+		}
+		if got := allowedProperty(prop); got != want {
+			t.Errorf("allowedProperty(%q) = %v, want %v", prop, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for _, prop := range props {
+			allowedProperty(prop)
+		}
+	}); n != 0 {
+		t.Errorf("allowedProperty allocates %v times, want none", n)
+	}
+}
