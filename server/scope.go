@@ -307,9 +307,11 @@ func hideRecipients(s *storage.SMTPSession, sc storage.Scope) {
 			visible[r.Address] = true
 			kept = append(kept, r)
 		}
-		if r.Reply != nil && strings.HasPrefix(*r.Reply, "2") && !seen[strings.ToLower(r.Address)] {
-			seen[strings.ToLower(r.Address)] = true
-			accepted = append(accepted, ours)
+		if r.Reply != nil && strings.HasPrefix(*r.Reply, "2") {
+			if addr := strings.ToLower(r.Address); !seen[addr] {
+				seen[addr] = true
+				accepted = append(accepted, ours)
+			}
 		}
 	}
 	s.Recipients = kept
@@ -323,7 +325,7 @@ func hideRecipients(s *storage.SMTPSession, sc storage.Scope) {
 	}
 	s.Emails = emails
 	for i, l := range s.Transcript {
-		if verbOfLine(l.C) != "RCPT" {
+		if verb, _, _ := strings.Cut(l.C, " "); !strings.EqualFold(verb, "RCPT") {
 			continue
 		}
 		// What follows the path may name the address again (ORCPT).
@@ -334,12 +336,6 @@ func hideRecipients(s *storage.SMTPSession, sc storage.Scope) {
 	}
 }
 
-// verbOfLine returns the command word of a transcript line in upper case.
-func verbOfLine(c string) string {
-	verb, _, _ := strings.Cut(c, " ")
-	return strings.ToUpper(verb)
-}
-
 // CreateFaultRule arms rule for ctx's scope (spec §13.2): a key that may
 // write, for inboxes inside its scope.
 func (s scopedStore) CreateFaultRule(ctx context.Context, rule storage.FaultRule) (storage.FaultRule, error) {
@@ -347,8 +343,8 @@ func (s scopedStore) CreateFaultRule(ctx context.Context, rule storage.FaultRule
 	if !ok {
 		return storage.FaultRule{}, errNoScope
 	}
-	if sc.ReadOnly {
-		return storage.FaultRule{}, errReadOnly
+	if err := mayDelete(ctx); err != nil {
+		return storage.FaultRule{}, err
 	}
 	if !sc.ReachesPattern(rule.Inbox) {
 		return storage.FaultRule{}, errInboxForbidden
@@ -382,14 +378,14 @@ func (s scopedStore) DeleteFaultRule(ctx context.Context, id string) error {
 	if !ok {
 		return errNoScope
 	}
-	if sc.ReadOnly {
-		return errReadOnly
+	if err := mayDelete(ctx); err != nil {
+		return err
 	}
-	rules, err := s.FaultRules(ctx)
+	rules, err := s.db.FaultRules(ctx)
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(rules, func(r storage.FaultRule) bool { return r.ID == id }) {
+	if !slices.ContainsFunc(rules, func(r storage.FaultRule) bool { return r.ID == id && sc.ReachesPattern(r.Inbox) }) {
 		return errFaultNotFound
 	}
 	if err := s.db.DeleteFaultRule(ctx, id); errors.Is(err, storage.ErrNotFound) {

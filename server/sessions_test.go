@@ -91,7 +91,8 @@ func TestSessionsScoped(t *testing.T) {
 	s := storetest.SMTPSession(storetest.SessionID(1), time.Now(), true, "ci-1@inbox.test", "bob@inbox.test", "x@elsewhere.test", "CI-1@inbox.test")
 	s.Emails, s.Outcome = []string{"0195f3b0-0000-7000-8000-00000000000a", "0195f3b0-0000-7000-8000-00000000000b"}, storage.SMTPDelivered
 	s.Transcript = append(s.Transcript, storage.TranscriptLine{C: "RCPT TO:<bob@inbox.test> ORCPT=rfc822;bob@inbox.test", S: "250 2.1.5 OK"},
-		storage.TranscriptLine{C: "RCPT bob", S: "501 5.5.4 Syntax error"})
+		storage.TranscriptLine{C: "RCPT bob", S: "501 5.5.4 Syntax error"},
+		storage.TranscriptLine{C: "rcpt to:<bob@inbox.test>", S: "250 2.1.5 OK"})
 	a.writeSessions(s)
 	_, secret, err := a.db.CreateKey(context.Background(), "ci", storage.Scope{Inboxes: []string{"ci-*"}})
 	if err != nil {
@@ -121,6 +122,10 @@ func TestSessionsScoped(t *testing.T) {
 	want := []string{"RCPT TO:<ci-1@inbox.test>", "RCPT TO:<hidden>", "RCPT TO:<hidden>", "RCPT TO:<CI-1@inbox.test>", "RCPT TO:<hidden>", "RCPT TO:<hidden>"}
 	if !slices.Equal(rcpts, want) {
 		t.Errorf("RCPT lines %q, want %q", rcpts, want)
+	}
+	// The verb is matched in any case, as a client may write it.
+	if !slices.ContainsFunc(got[0].Transcript, func(l transcriptRow) bool { return l.C == "rcpt TO:<hidden>" }) {
+		t.Errorf("transcript %v: the lower-case RCPT line is not hidden", got[0].Transcript)
 	}
 	if strings.Contains(res.body, "bob") || strings.Contains(res.body, "elsewhere") {
 		t.Errorf("the scoped view names another inbox's recipient: %s", res.body)
