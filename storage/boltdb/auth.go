@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
 	"burner/storage/internal/record"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,52 +59,32 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	d := &delivery{auth: record.EncodeAuth(r)}
-	for _, id := range ids {
-		uid, err := storage.ParseID(id)
-		if err != nil {
-			continue // no email has it
-		}
-		d.ids = append(d.ids, uid)
+	v, err := commit.NewVerdict(ids, record.EncodeAuth(r))
+	if err == nil {
+		err = db.checkRoom(len(v.Rec))
 	}
-	if len(d.ids) == 0 {
-		return fmt.Errorf("put auth %v: %w", ids, storage.ErrNotFound)
+	if err == nil {
+		db.verdicts.Add(v)
+		err = v.Wait()
 	}
-	if err := db.checkRoom(len(d.auth)); err != nil {
+	if err != nil {
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
-	d.committed = make(chan struct{})
-	db.verdicts.Add(d)
-	<-d.committed
-	if d.err == nil && d.found == 0 {
-		d.err = storage.ErrNotFound
-	}
-	if d.err != nil {
-		return fmt.Errorf("put auth %v: %w", ids, d.err)
-	}
-	for _, id := range d.ids {
-		db.authChanges.Notify(id.String())
-	}
+	v.Notify(&db.authChanges)
 	return nil
 }
 
 // flushVerdicts commits the verdicts that no delivery took in verdictDelay
-// (db.verdicts' Due).
-func (db *DB) flushVerdicts() {
-	if db.verdicts.Waiting() {
-		// An empty delivery leads a commit, which takes the verdicts.
-		db.commits.Do(&delivery{}, db.commitBatch)
-	}
-}
+// (db.verdicts' Due): a commit with no delivery takes them.
+func (db *DB) flushVerdicts() { db.commitBatch(nil) }
 
-// putAuth writes the record of a PutAuth (a delivery with no emails) in
-// tx, under the content key of each of its emails that is still stored,
-// and counts them in found. Like put, it may run again in a new
-// transaction.
-func (d *delivery) putAuth(tx *bolt.Tx) error {
+// putVerdict writes the record of v in tx, under the content key of each
+// of its emails that is still stored, and sets v.Found. Like put, it may
+// run again in a new transaction.
+func putVerdict(tx *bolt.Tx, v *commit.Verdict) error {
 	ids, emails, auth := tx.Bucket(bucketIDs), tx.Bucket(bucketEmails), tx.Bucket(bucketAuth)
-	d.found = 0
-	for _, id := range d.ids {
+	v.Found = false
+	for _, id := range v.IDs {
 		key := ids.Get(id[:])
 		if key == nil {
 			continue // deleted since: its verdict is dropped
@@ -112,10 +93,10 @@ func (d *delivery) putAuth(tx *bolt.Tx) error {
 		if len(rec) < emailFixedLen {
 			return fmt.Errorf("email %s: %w", id, storage.ErrCorrupt)
 		}
-		if err := auth.Put(recordContentKey(rec), d.auth); err != nil {
+		if err := auth.Put(recordContentKey(rec), v.Rec); err != nil {
 			return err
 		}
-		d.found++
+		v.Found = true
 	}
 	return nil
 }
@@ -123,12 +104,7 @@ func (d *delivery) putAuth(tx *bolt.Tx) error {
 // AuthChanged returns a channel that is closed once PutAuth has stored a
 // record for email id after the call (storage.Engine). One process holds
 // the file, so every PutAuth is this one's.
-func (db *DB) AuthChanged(id string) <-chan struct{} {
-	if uid, err := storage.ParseID(id); err == nil {
-		id = uid.String() // the form PutAuth notifies
-	}
-	return db.authChanges.Changed(id)
-}
+func (db *DB) AuthChanged(id string) <-chan struct{} { return db.authChanges.ChangedID(id) }
 
 // checkAuth checks that every authentication record decodes and belongs
 // to a stored message.

@@ -93,7 +93,7 @@ type DB struct {
 	changes     commit.Notifier // wakes the waiters of Changed
 	authChanges commit.Notifier // wakes the waiters of AuthChanged, by email id
 
-	verdicts commit.Later[*delivery] // PutAuth's records waiting for a commit (auth.go)
+	verdicts commit.Later[*commit.Verdict] // PutAuth's records waiting for a commit (auth.go)
 
 	usage keyring.Usage // key uses not yet written
 

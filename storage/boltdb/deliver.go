@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
 	"burner/storage/internal/record"
 
 	"github.com/google/uuid"
@@ -106,25 +106,15 @@ type delivery struct {
 	events   []hookEvent   // webhook events (outbox.go), one per email and covering hook
 	eventMsg []byte        // what the events share, encoded
 	session  *smtpLogEntry // the record of the SMTP session that delivers it; nil when none
-	// auth is the message's authentication record (auth.go), or nil. A
-	// delivery without records is a PutAuth's: it writes auth for the
-	// emails of ids alone, counts those still stored in found, and is
-	// told on committed that its commit has run.
-	auth      []byte
-	found     int
-	committed chan struct{}
+	auth     []byte        // the message's authentication record (auth.go), or nil
 
 	err error // the outcome of its commit, set by commitBatch
-
 }
 
 // put writes d in tx. It may run again in a new transaction when the one
 // it shared failed, so it only writes values computed before and sequences
 // that a rollback resets.
 func (db *DB) put(tx *bolt.Tx, d *delivery) error {
-	if d.records == nil {
-		return d.putAuth(tx)
-	}
 	maxPerInbox := db.retention.MaxPerInbox
 	contents, raw, eb := tx.Bucket(bucketContents), tx.Bucket(bucketRaw), tx.Bucket(bucketEmails)
 	cseq, err := contents.NextSequence()
@@ -207,29 +197,25 @@ const trimAtDelivery = 8
 // maxBatch bounds the deliveries of one transaction (commit.Group).
 const maxBatch = 256
 
-// commitBatch writes batch in one transaction and sets the err of each
-// delivery. When that transaction fails, each delivery is retried alone,
-// so that one that cannot be stored does not fail the others.
+// commitBatch writes batch and the verdicts waiting (auth.go) in one
+// transaction, and sets the err of each. When that transaction fails,
+// each is retried alone, so that one that cannot be stored does not fail
+// the others.
 func (db *DB) commitBatch(batch []*delivery) {
-	// The verdicts waiting ride in this commit (auth.go).
 	verdicts := db.verdicts.Take()
-	batch = append(batch, verdicts...)
 	defer func() {
 		for _, v := range verdicts {
-			close(v.committed)
+			v.Done()
 		}
 	}()
-	if !slices.ContainsFunc(batch, func(d *delivery) bool { return d.records != nil || d.ids != nil }) {
-		for _, d := range batch {
-			d.err = nil // flushVerdicts' empty delivery, whose verdicts another commit took
-		}
-		return
+	if len(batch)+len(verdicts) == 0 {
+		return // flushVerdicts', whose verdicts a delivery's commit took
 	}
 	fail := errors.New("commit abandoned")
 	for _, d := range batch {
 		d.err = fail // until the commit says otherwise, even after a panic
 	}
-	update := func(ds []*delivery) error {
+	update := func(ds []*delivery, vs []*commit.Verdict) error {
 		var putErr error
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
 			// Content keys only grow, so a page that splits is never
@@ -250,6 +236,11 @@ func (db *DB) commitBatch(batch []*delivery) {
 					return putErr
 				}
 			}
+			for _, v := range vs {
+				if putErr = putVerdict(tx, v); putErr != nil {
+					return putErr
+				}
+			}
 			return nil
 		})
 		if err != nil && putErr == nil && !errors.Is(err, bolt.ErrDatabaseNotOpen) {
@@ -260,15 +251,21 @@ func (db *DB) commitBatch(batch []*delivery) {
 		}
 		return err
 	}
-	err := update(batch)
-	if err == nil || len(batch) == 1 {
+	err := update(batch, verdicts)
+	if err == nil || len(batch)+len(verdicts) == 1 {
 		for _, d := range batch {
 			d.err = err
+		}
+		for _, v := range verdicts {
+			v.Err = err
 		}
 		return
 	}
 	for _, d := range batch {
-		d.err = update([]*delivery{d})
+		d.err = update([]*delivery{d}, nil)
+	}
+	for _, v := range verdicts {
+		v.Err = update(nil, []*commit.Verdict{v})
 	}
 }
 

@@ -2,14 +2,13 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"burner/storage"
+	"burner/storage/internal/commit"
 	"burner/storage/internal/record"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -49,15 +48,6 @@ func (db *DB) Auth(ctx context.Context, id string) (storage.AuthResult, error) {
 	return r, nil
 }
 
-// authPut is one PutAuth's share of a batched transaction.
-type authPut struct {
-	ids       []uuid.UUID
-	rec       []byte
-	found     bool          // a body was updated, set in the transaction
-	err       error         // the outcome of its transaction
-	committed chan struct{} // closed once its transaction has run
-}
-
 // verdictDelay is how long a verdict waits for others to share its
 // transaction: a verdict is off the SMTP path and may wait, and a
 // transaction per verdict would double the database's commits under load.
@@ -73,30 +63,18 @@ func (db *DB) PutAuth(ctx context.Context, ids []string, r storage.AuthResult) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &authPut{rec: record.EncodeAuth(r)}
-	for _, id := range ids {
-		if uid, err := storage.ParseID(id); err == nil {
-			p.ids = append(p.ids, uid)
-		}
+	v, err := commit.NewVerdict(ids, record.EncodeAuth(r))
+	if err == nil {
+		err = db.checkRoom(ctx, len(v.Rec), false)
 	}
-	if len(p.ids) == 0 {
-		return fmt.Errorf("put auth %v: %w", ids, storage.ErrNotFound)
+	if err == nil {
+		db.verdicts.Add(v)
+		err = db.fail(v.Wait())
 	}
-	if err := db.checkRoom(ctx, len(p.rec), false); err != nil {
+	if err != nil {
 		return fmt.Errorf("put auth %v: %w", ids, err)
 	}
-	p.committed = make(chan struct{})
-	db.verdicts.Add(p)
-	<-p.committed
-	if p.err == nil && !p.found {
-		p.err = storage.ErrNotFound
-	}
-	if p.err != nil {
-		return fmt.Errorf("put auth %v: %w", ids, db.fail(p.err))
-	}
-	for _, id := range p.ids {
-		db.authChanges.Notify(id.String())
-	}
+	v.Notify(&db.authChanges)
 	return nil
 }
 
@@ -111,15 +89,12 @@ func (db *DB) flushVerdicts() {
 // commitAuth writes batch in one transaction, one round trip: an update
 // per PutAuth, and one NOTIFY for all. A conflict with a deletion (a
 // deadlock) is retried whole.
-func (db *DB) commitAuth(batch []*authPut) {
+func (db *DB) commitAuth(batch []*commit.Verdict) {
 	defer func() {
-		for _, p := range batch {
-			close(p.committed)
+		for _, v := range batch {
+			v.Done()
 		}
 	}()
-	for _, p := range batch {
-		p.err = errors.New("commit abandoned") // until it says otherwise, even after a panic
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	var err error
@@ -128,30 +103,30 @@ func (db *DB) commitAuth(batch []*authPut) {
 			break
 		}
 	}
-	for _, p := range batch {
-		p.err = err
+	for _, v := range batch {
+		v.Err = err
 	}
 }
 
-func (db *DB) updateAuth(ctx context.Context, batch []*authPut) error {
+func (db *DB) updateAuth(ctx context.Context, batch []*commit.Verdict) error {
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		var ids []string
-		for _, p := range batch {
-			b.Queue(`UPDATE bodies SET auth = $2 WHERE id IN (SELECT message FROM emails WHERE id = ANY($1))`, p.ids, p.rec)
-			for _, id := range p.ids {
+		for _, v := range batch {
+			b.Queue(`UPDATE bodies SET auth = $2 WHERE id IN (SELECT message FROM emails WHERE id = ANY($1))`, v.IDs, v.Rec)
+			for _, id := range v.IDs {
 				ids = append(ids, id.String())
 			}
 		}
 		b.Queue(`SELECT pg_notify($1, $2)`, authChannel, db.payload(ids))
 		res := tx.SendBatch(ctx, &b)
 		defer res.Close()
-		for _, p := range batch {
+		for _, v := range batch {
 			tag, err := res.Exec()
 			if err != nil {
 				return err
 			}
-			p.found = tag.RowsAffected() > 0
+			v.Found = tag.RowsAffected() > 0
 		}
 		if _, err := res.Exec(); err != nil {
 			return err
@@ -163,9 +138,4 @@ func (db *DB) updateAuth(ctx context.Context, batch []*authPut) error {
 // AuthChanged returns a channel that is closed once PutAuth has stored a
 // record for email id after the call, on this node or any other, or when
 // the notifications of other nodes may have been lost.
-func (db *DB) AuthChanged(id string) <-chan struct{} {
-	if uid, err := storage.ParseID(id); err == nil {
-		id = uid.String() // the form the payloads carry
-	}
-	return db.authChanges.Changed(id)
-}
+func (db *DB) AuthChanged(id string) <-chan struct{} { return db.authChanges.ChangedID(id) }

@@ -98,8 +98,8 @@ type DB struct {
 
 	keys keyCache
 
-	verdicts    commit.Later[*authPut] // PutAuth's records waiting for their transaction (auth.go)
-	authChanges commit.Notifier        // wakes the waiters of AuthChanged, by email id
+	verdicts    commit.Later[*commit.Verdict] // PutAuth's records waiting for their transaction (auth.go)
+	authChanges commit.Notifier               // wakes the waiters of AuthChanged, by email id
 
 	hooks  []storage.Hook  // Options.Hooks, their scopes cleaned
 	events commit.Notifier // woken, per hook id, after a commit that adds events

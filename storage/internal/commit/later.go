@@ -48,10 +48,3 @@ func (l *Later[T]) Take() []T {
 	l.items = nil
 	return items
 }
-
-// Waiting reports whether writes wait for a commit.
-func (l *Later[T]) Waiting() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.items) > 0
-}

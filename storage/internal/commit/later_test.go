@@ -24,8 +24,8 @@ func TestLater(t *testing.T) {
 		t.Fatal("no Due")
 	}
 	l.Add(3)
-	if got := l.Take(); len(got) != 1 || got[0] != 3 || l.Waiting() {
-		t.Errorf("Take = %v, Waiting %v; want [3], nothing left", got, l.Waiting())
+	if got, left := l.Take(), l.Take(); len(got) != 1 || got[0] != 3 || len(left) != 0 {
+		t.Errorf("Take = %v, then %v; want [3], then nothing left", got, left)
 	}
 	select {
 	case got := <-dues:

@@ -46,6 +46,15 @@ func (n *Notifier) Notify(inbox string) {
 	}
 }
 
+// ChangedID is Changed for the authentication record of email id, in
+// the form Verdict.Notify names it, whatever form of a UUID id has.
+func (n *Notifier) ChangedID(id string) <-chan struct{} {
+	if uid, err := storage.ParseID(id); err == nil {
+		id = uid.String()
+	}
+	return n.Changed(id)
+}
+
 // NotifyAll wakes every waiter, of every name: for an engine that may
 // have missed notifications (its connection to the other nodes lost).
 func (n *Notifier) NotifyAll() {
