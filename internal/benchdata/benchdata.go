@@ -418,7 +418,7 @@ func DeliveredSession(i int, start time.Time, rcpt string) storage.SMTPSession {
 	ok := "250 2.0.0 OK " + id
 	return storage.SMTPSession{ID: id, StartedAt: start.Truncate(time.Millisecond), EndedAt: &end, Node: "mx1.example.com/[::]:25",
 		Client: storage.SMTPClient{IP: "203.0.113.7", HELO: "mail.sender.example"}, MailFrom: "news@sender.example",
-		Recipients: []storage.SMTPRecipient{{Address: rcpt, Inbox: new(strings.ToLower(storage.LocalPart(rcpt))), Reply: new("250 2.1.5 OK")}},
+		Recipients: []storage.SMTPRecipient{{Address: rcpt, Inbox: new(storage.InboxName(storage.LocalPart(rcpt))), Reply: new("250 2.1.5 OK")}},
 		Data:       &storage.SMTPData{Reply: &ok, Bytes: 4096},
 		Outcome:    storage.SMTPDelivered,
 		Transcript: []storage.TranscriptLine{
