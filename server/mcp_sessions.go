@@ -46,10 +46,20 @@ type listSessionsOut struct {
 	Sessions []mcpSession `json:"sessions" jsonschema:"newest first"`
 	LeftOut  int          `json:"sessionsLeftOut,omitempty" jsonschema:"the older sessions left out to keep the result under 64 KB; ask again with a smaller limit or a since"`
 	inbox    string       // as asked, for the text; "" for every session
+	// fit measures each session's text with a fence of its own; text
+	// writes these strings again when told with that fence, which tool
+	// does (fenced), rather than build each session twice.
+	fitFence fence
+	texts    []string // of Sessions, in order
 }
 
 func newMCPSession(s *storage.SMTPSession) mcpSession {
-	j := newSessionJSON(s)
+	// Only the last lines are shown: the earlier ones are not converted.
+	short, leftOut := *s, 0
+	if n := len(short.Transcript); n > mcpTranscriptLines {
+		leftOut, short.Transcript = n-mcpTranscriptLines, short.Transcript[n-mcpTranscriptLines:]
+	}
+	j := newSessionJSON(&short)
 	m := mcpSession{ID: j.ID, StartedAt: j.StartedAt, EndedAt: j.EndedAt, Outcome: j.Outcome, ClientIP: j.Client.IP,
 		HELO: capField(j.Client.HELO), MailFrom: capField(j.MailFrom), Recipients: j.Recipients, Data: j.Data, Emails: j.Emails}
 	for i := range m.Recipients {
@@ -59,12 +69,8 @@ func newMCPSession(s *storage.SMTPSession) mcpSession {
 	if m.Data != nil {
 		m.Data.Reply = capFieldPtr(m.Data.Reply)
 	}
-	tr := j.Transcript
-	if len(tr) > mcpTranscriptLines {
-		m.LeftOut, tr = len(tr)-mcpTranscriptLines, tr[len(tr)-mcpTranscriptLines:]
-	}
-	m.Transcript = make([]transcriptRow, len(tr))
-	for i, l := range tr {
+	m.Transcript, m.LeftOut = j.Transcript, leftOut
+	for i, l := range m.Transcript {
 		m.Transcript[i] = transcriptRow{C: capField(l.C), S: capField(l.S)}
 	}
 	return m
@@ -101,38 +107,55 @@ func (s *Server) toolListSessions(ctx context.Context, in listSessionsIn) (listS
 // structured content carries what the text says, under its cap (spec §11).
 func (o *listSessionsOut) fit() {
 	f := newFence()
+	o.fitFence, o.texts = f, make([]string, 0, len(o.Sessions))
 	room := mcpMaxResult - len(o.header(f)) - 200 // the note of what was left out
 	for i, s := range o.Sessions {
-		n := len(sessionText(f, i+1, s))
-		if n > room {
+		t := sessionText(f, i+1, s)
+		if len(t) > room {
 			o.LeftOut, o.Sessions = len(o.Sessions)-i, o.Sessions[:i]
 			return
 		}
-		room -= n
+		room -= len(t)
+		o.texts = append(o.texts, t)
 	}
+}
+
+// fence is the fence fit built the sessions' texts with, for tool to tell
+// the result with; a new one when fit never ran, as an empty fence would
+// mark nothing.
+func (o listSessionsOut) fence() fence {
+	if o.fitFence.name == "" {
+		return newFence()
+	}
+	return o.fitFence
+}
+
+// where names the inbox the sessions are of.
+func (o listSessionsOut) where() string {
+	if o.inbox == "" {
+		return "every inbox"
+	}
+	return o.inbox
 }
 
 // header is the first line of the text.
 func (o listSessionsOut) header(f fence) string {
-	where := "every inbox"
-	if o.inbox != "" {
-		where = o.inbox
-	}
-	return plural(len(o.Sessions), "SMTP session") + " for " + where + ", newest first. " + f.notice() + "\n"
+	return plural(len(o.Sessions), "SMTP session") + " for " + o.where() + ", newest first. " + f.notice() + "\n"
 }
 
 func (o listSessionsOut) text(f fence) string {
 	if len(o.Sessions) == 0 && o.LeftOut == 0 {
-		where := "every inbox"
-		if o.inbox != "" {
-			where = o.inbox
-		}
-		return "No SMTP sessions for " + where + " in the session log.\n"
+		return "No SMTP sessions for " + o.where() + " in the session log.\n"
 	}
 	var b strings.Builder
 	b.WriteString(o.header(f))
+	reuse := f == o.fitFence && len(o.texts) == len(o.Sessions)
 	for i, s := range o.Sessions {
-		b.WriteString(sessionText(f, i+1, s))
+		if reuse {
+			b.WriteString(o.texts[i])
+		} else {
+			b.WriteString(sessionText(f, i+1, s))
+		}
 	}
 	if o.LeftOut > 0 {
 		b.WriteString(strconv.Itoa(o.LeftOut) + " more sessions left out to fit; ask again with a smaller limit or a since.\n")
