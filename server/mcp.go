@@ -254,12 +254,6 @@ type toolOut interface {
 	text(f fence) string
 }
 
-// fenced is a result that chose its fence while it fitted its text, and
-// kept what it built with it: its text is told with that fence.
-type fenced interface {
-	fence() fence
-}
-
 // mcpCallKey is the context key of the tool call a tool serves, for the
 // waits' progress notifications (mcp_wait.go).
 type mcpCallKey struct{}
@@ -278,11 +272,7 @@ func tool[In any, Out toolOut](s *Server, name string, fn func(context.Context, 
 		if err != nil {
 			return nil, zero, s.toolFailure(ctx, name, err)
 		}
-		f := newFence()
-		if o, ok := any(out).(fenced); ok {
-			f = o.fence()
-		}
-		text := fitResult(out.text(f))
+		text := fitResult(out.text(newFence()))
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
 	}
 }

@@ -46,11 +46,6 @@ type listSessionsOut struct {
 	Sessions []mcpSession `json:"sessions" jsonschema:"newest first"`
 	LeftOut  int          `json:"sessionsLeftOut,omitempty" jsonschema:"the older sessions left out to keep the result under 64 KB; ask again with a smaller limit or a since"`
 	inbox    string       // as asked, for the text; "" for every session
-	// fit measures each session's text with a fence of its own; text
-	// writes these strings again when told with that fence, which tool
-	// does (fenced), rather than build each session twice.
-	fitFence fence
-	texts    []string // of Sessions, in order
 }
 
 func newMCPSession(s *storage.SMTPSession) mcpSession {
@@ -107,27 +102,15 @@ func (s *Server) toolListSessions(ctx context.Context, in listSessionsIn) (listS
 // structured content carries what the text says, under its cap (spec §11).
 func (o *listSessionsOut) fit() {
 	f := newFence()
-	o.fitFence, o.texts = f, make([]string, 0, len(o.Sessions))
 	room := mcpMaxResult - len(o.header(f)) - 200 // the note of what was left out
 	for i, s := range o.Sessions {
-		t := sessionText(f, i+1, s)
-		if len(t) > room {
+		n := len(sessionText(f, i+1, s))
+		if n > room {
 			o.LeftOut, o.Sessions = len(o.Sessions)-i, o.Sessions[:i]
 			return
 		}
-		room -= len(t)
-		o.texts = append(o.texts, t)
+		room -= n
 	}
-}
-
-// fence is the fence fit built the sessions' texts with, for tool to tell
-// the result with; a new one when fit never ran, as an empty fence would
-// mark nothing.
-func (o listSessionsOut) fence() fence {
-	if o.fitFence.name == "" {
-		return newFence()
-	}
-	return o.fitFence
 }
 
 // where names the inbox the sessions are of.
@@ -149,13 +132,8 @@ func (o listSessionsOut) text(f fence) string {
 	}
 	var b strings.Builder
 	b.WriteString(o.header(f))
-	reuse := f == o.fitFence && len(o.texts) == len(o.Sessions)
 	for i, s := range o.Sessions {
-		if reuse {
-			b.WriteString(o.texts[i])
-		} else {
-			b.WriteString(sessionText(f, i+1, s))
-		}
+		b.WriteString(sessionText(f, i+1, s))
 	}
 	if o.LeftOut > 0 {
 		b.WriteString(strconv.Itoa(o.LeftOut) + " more sessions left out to fit; ask again with a smaller limit or a since.\n")

@@ -88,25 +88,3 @@ func TestMCPListSessionsFits(t *testing.T) {
 	}
 	splitFenced(t, "list_sessions(big)", r.text) // every fence closed
 }
-
-// The text fit kept of each session is what the text would build again,
-// and it is told with fit's fence: one fence in the whole result.
-func TestMCPListSessionsReusesFitTexts(t *testing.T) {
-	var sessions []mcpSession
-	for i := range 3 {
-		s := storetest.SMTPSession(storetest.SessionID(i), time.Now(), true, "a@inbox.test", "b@inbox.test")
-		sessions = append(sessions, newMCPSession(&s))
-	}
-	o := listSessionsOut{Sessions: sessions, inbox: "a"}
-	o.fit()
-	f := o.fence()
-	rebuilt := o
-	rebuilt.texts = nil
-	if got, want := o.text(f), rebuilt.text(f); got != want {
-		t.Errorf("text with fit's strings:\n%s\nwant, built again:\n%s", got, want)
-	}
-	splitFenced(t, "list_sessions", o.text(f))
-	if (listSessionsOut{}).fence().name == "" {
-		t.Error("a result never fitted has an empty fence")
-	}
-}
