@@ -126,13 +126,3 @@ func ruleOf(t *testing.T, db storage.Engine, id string) storage.FaultRule {
 	t.Fatalf("no fault rule %s", id)
 	return storage.FaultRule{}
 }
-
-// stored returns the emails db holds for the inbox local.
-func stored(t *testing.T, db storage.Engine, local string) []storage.Email {
-	t.Helper()
-	es, err := db.List(context.Background(), storage.Query{LocalPart: local})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
-}

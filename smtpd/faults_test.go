@@ -49,7 +49,7 @@ func TestFaultAtRcpt(t *testing.T) {
 		if n := counter(t, reg, "burner_faults_injected_total", "stage", "rcpt"); n != 3 {
 			t.Errorf("burner_faults_injected_total{stage=rcpt} = %v, want 3", n)
 		}
-		if n := len(stored(t, db, "fail-1")); n != 1 {
+		if n := len(list(t, db, "fail-1")); n != 1 {
 			t.Errorf("%d emails stored, want 1", n)
 		}
 		recs := log.waitEnded(t, 4)
@@ -85,7 +85,7 @@ func TestFaultAtData(t *testing.T) {
 		c.mail("bob@inbox.test")
 		c.sayRaw("BDAT 5 LAST\r\nx\r\n\r\n", "554 5.6.0 Content refused")
 		c.quit()
-		if n := len(stored(t, db, "alice")) + len(stored(t, db, "bob")); n != 0 {
+		if n := len(list(t, db, "alice")) + len(list(t, db, "bob")); n != 0 {
 			t.Errorf("%d emails stored, want none", n)
 		}
 		if n := counter(t, reg, "burner_faults_injected_total", "stage", "data"); n != 2 {
@@ -151,7 +151,7 @@ func TestFaultDisconnect(t *testing.T) {
 		if rest, err := io.ReadAll(c.r.R); err != nil || len(rest) != 0 {
 			t.Errorf("the end of data with a disconnect rule: %q, %v; want the connection closed without a reply", rest, err)
 		}
-		if n := len(stored(t, db, "unknown-outcome")); n != 0 {
+		if n := len(list(t, db, "unknown-outcome")); n != 0 {
 			t.Errorf("%d emails stored, want none", n)
 		}
 		if rcpt, data := counter(t, reg, "burner_faults_injected_total", "stage", "rcpt"), counter(t, reg, "burner_faults_injected_total", "stage", "data"); rcpt != 1 || data != 1 {
@@ -255,7 +255,7 @@ func TestFaultStoreDown(t *testing.T) {
 		arm(t, down, storage.FaultRule{Inbox: "*", Stage: storage.FaultAtRcpt, Reply: "550 5.0.0 never"})
 		down.Close()
 		addr := startDaemon(t, db, Options{Faults: down})
-		if err := dial(t, addr).SendMail("app@sender.test", []string{"x@inbox.test"}, strings.NewReader(simple)); err != nil || len(stored(t, db, "x")) != 1 {
+		if err := dial(t, addr).SendMail("app@sender.test", []string{"x@inbox.test"}, strings.NewReader(simple)); err != nil || len(list(t, db, "x")) != 1 {
 			t.Errorf("SendMail with the rules out of reach: %v; want it taken", err)
 		}
 	})
@@ -269,7 +269,7 @@ func TestFaultAtDataAnyRecipient(t *testing.T) {
 		arm(t, db, storage.FaultRule{Inbox: "ci-*", Stage: storage.FaultAtData, Reply: "451 4.3.0 later"})
 		err := dial(t, addr).SendMail("app@sender.test", []string{"a@inbox.test", "ci-7@inbox.test"}, strings.NewReader(simple))
 		wantCode(t, "a message to a and ci-7", err, 451)
-		if n := len(stored(t, db, "a")) + len(stored(t, db, "ci-7")); n != 0 {
+		if n := len(list(t, db, "a")) + len(list(t, db, "ci-7")); n != 0 {
 			t.Errorf("%d emails stored, want none: neither copy is stored", n)
 		}
 	})

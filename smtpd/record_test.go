@@ -88,7 +88,7 @@ func TestRecordDelivered(t *testing.T) {
 			t.Fatalf("records %+v, want one", recs)
 		}
 		rec := recs[0]
-		alice, bob := stored(t, db, "alice"), stored(t, db, "bob")
+		alice, bob := list(t, db, "alice"), list(t, db, "bob")
 		if len(alice) != 1 || len(bob) != 1 {
 			t.Fatalf("stored %d and %d, want one email each", len(alice), len(bob))
 		}
@@ -456,7 +456,7 @@ func TestRecordStoresNoSecret(t *testing.T) {
 		if rec := log.waitEnded(t, 1)[0]; rec.Outcome != storage.SMTPFaulted || rec.Transcript[1].C != "AUTH PLAIN" {
 			t.Fatalf("the record: %+v, want the faulted session", rec)
 		}
-		if len(stored(t, db, "grep")) != 0 {
+		if len(list(t, db, "grep")) != 0 {
 			t.Fatal("the message was stored")
 		}
 	}

@@ -74,7 +74,8 @@ func wantCode(t *testing.T, what string, err error, code int) {
 	}
 }
 
-func list(t *testing.T, db *boltdb.DB, local string) []storage.Email {
+// list returns the emails db holds for the inbox local, on either engine.
+func list(t *testing.T, db storage.Engine, local string) []storage.Email {
 	t.Helper()
 	es, err := db.List(context.Background(), storage.Query{LocalPart: local})
 	if err != nil {

@@ -80,7 +80,7 @@ func TestSmtplibWithFaults(t *testing.T) {
 				t.Errorf("smtplib's %s: %q, want %s", key, got[key], want)
 			}
 		}
-		if n := len(stored(t, db, "retry")) + len(stored(t, db, "refuse")); n != 1 {
+		if n := len(list(t, db, "retry")) + len(list(t, db, "refuse")); n != 1 {
 			t.Errorf("%d emails stored, want 1", n)
 		}
 		recs := log.waitEnded(t, 3)
