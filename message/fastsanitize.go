@@ -196,7 +196,7 @@ func (s *fastSanitizer) text(t string) bool {
 }
 
 func (s *fastSanitizer) textToken(t string, raw bool) bool {
-	if s.skipContent || s.mostRecent == "script" || s.mostRecent == "style" {
+	if s.skipContent || s.mostRecent == "style" {
 		return true
 	}
 	if !raw && strings.IndexByte(t, '&') >= 0 {
@@ -426,6 +426,12 @@ func (s *fastSanitizer) startTag(h string) (int, bool) {
 	// the last attribute kept (the tokenizer's test).
 	selfClosing := h[i-1] == '/' && (len(s.attrs) == 0 || i-1 != lastValEnd-1)
 	i++
+	if name == "script" || name == "plaintext" {
+		// Read by rules not followed here. Bailing before start means no
+		// script reaches start, selfClosing or text: they need no case for
+		// one.
+		bail()
+	}
 	more := true
 	if selfClosing {
 		more = s.selfClosing(name)
@@ -433,9 +439,6 @@ func (s *fastSanitizer) startTag(h string) (int, bool) {
 		more = s.start(name)
 	}
 	if rawTextElement(name) {
-		if name == "script" || name == "plaintext" {
-			bail() // read by rules not followed here
-		}
 		n, ok := s.rawText(name, h[i:])
 		i += n
 		more = more && ok
@@ -571,7 +574,7 @@ func equalFoldASCII(s, name string) bool {
 // start applies bluemonday's rules to a start tag.
 func (s *fastSanitizer) start(name string) bool {
 	s.mostRecent = name
-	if name == "script" || name == "style" {
+	if name == "style" {
 		return true
 	}
 	aps, ok := s.p.elements[name]
@@ -595,7 +598,7 @@ func (s *fastSanitizer) start(name string) bool {
 
 // selfClosing applies bluemonday's rules to a self-closing tag.
 func (s *fastSanitizer) selfClosing(name string) bool {
-	if name == "script" || name == "style" {
+	if name == "style" {
 		return true
 	}
 	aps, ok := s.p.elements[name]
