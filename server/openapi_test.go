@@ -422,7 +422,7 @@ func TestResponsesMatchOpenAPI(t *testing.T) {
 	// The session log, with an open session and one with every part.
 	open := storetest.SMTPSession(storetest.SessionID(1), a.clock.Now(), false, "alice@example.com")
 	full := storetest.SMTPSession(storetest.SessionID(2), a.clock.Now(), true, "alice@inbox.test", "x@elsewhere.test")
-	full.TLS = &storage.SMTPTLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"}
+	full.TLS = &storage.TLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"}
 	full.Recipients[0].Fault = "f"
 	full.Data = &storage.SMTPData{Reply: ptr("451 4.3.0 later"), Bytes: 12, Fault: "f"}
 	full.Emails, full.Outcome = []string{files.ID}, storage.SMTPFaulted

@@ -222,22 +222,20 @@ func (ss *session) recordRcpt(cmd []byte, reply *string, code int, addr string, 
 func (ss *session) newRecord() *storage.SMTPSession {
 	rec := &storage.SMTPSession{ID: ss.rs.id, StartedAt: ss.rs.started, Node: ss.srv.node,
 		Client: storage.SMTPClient{IP: addrOf(ss.conn.Conn().RemoteAddr()).String(), HELO: clip(ss.conn.Hostname())}, MailFrom: clip(ss.from)}
-	if version, cipher, ok := ss.tlsNames(); ok {
-		rec.TLS = &storage.SMTPTLS{Version: version, Cipher: cipher}
-	}
+	rec.TLS = ss.tlsOf()
 	return rec
 }
 
-// tlsNames names the TLS version and cipher suite of the session's
-// connection; ok is false without TLS. Naming the cipher suite costs a
-// dozen allocations (tls.CipherSuiteName builds its tables each call):
-// a message's delivery asks once.
-func (ss *session) tlsNames() (version, cipher string, ok bool) {
+// tlsOf names the TLS version and cipher suite of the session's
+// connection; nil without TLS. Naming the cipher suite costs a dozen
+// allocations (tls.CipherSuiteName builds its tables each call): a
+// message's delivery asks once.
+func (ss *session) tlsOf() *storage.TLS {
 	st, ok := ss.conn.TLSConnectionState()
 	if !ok {
-		return "", "", false
+		return nil
 	}
-	return tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), true
+	return &storage.TLS{Version: tls.VersionName(st.Version), Cipher: tls.CipherSuiteName(st.CipherSuite)}
 }
 
 // add adds an exchange to the span's transcript.

@@ -448,8 +448,8 @@ func (ss *session) Data(r io.Reader) (err error) {
 		buf.Grow(int(ss.size) + 1024) // and the Received header
 	}
 	id := ss.sessionID()
-	tlsVersion, tlsCipher, isTLS := ss.tlsNames() // for the Received field and the authentication record
-	ss.writeReceived(buf, start, id, isTLS)
+	under := ss.tlsOf() // for the Received field and the authentication record
+	ss.writeReceived(buf, start, id, under != nil)
 	head := buf.Len()
 	// BDAT hands us a pipe that the wire fills a chunk at a time, erring
 	// on a chunk cut short; DATA, the wire itself.
@@ -521,7 +521,7 @@ func (ss *session) Data(r io.Reader) (err error) {
 		ss.srv.log.Debug("message parsed with errors", "err", perr)
 	}
 	msg.Session = ss.delivering(int64(len(raw) - head))
-	msg.Auth = ss.authRecord(tlsVersion, tlsCipher, isTLS)
+	msg.Auth = ss.authRecord(under)
 	emails, err := ss.srv.db.Deliver(context.Background(), &msg, ss.rcpts)
 	var ids []string
 	if err == nil && (msg.Session != nil || ss.srv.auth != nil) {
@@ -575,17 +575,15 @@ func (ss *session) Data(r io.Reader) (err error) {
 
 // authRecord returns the authentication record the message is stored
 // with (spec §12): what the MX saw of its delivery, status pending when a
-// verifier is to replace it with the verdicts, else off. The TLS names
-// are tlsNames'.
-func (ss *session) authRecord(tlsVersion, tlsCipher string, isTLS bool) *storage.AuthResult {
+// verifier is to replace it with the verdicts, else off. under is
+// tlsOf's.
+func (ss *session) authRecord(under *storage.TLS) *storage.AuthResult {
 	r := &storage.AuthResult{Status: storage.AuthOff, Envelope: storage.Envelope{Helo: ss.conn.Hostname(), MailFrom: ss.from}}
 	if ss.srv.auth != nil {
 		r.Status = storage.AuthPending
 	}
 	r.Envelope.ClientIP = addrOf(ss.conn.Conn().RemoteAddr())
-	if isTLS {
-		r.Envelope.TLS = &storage.TLS{Version: tlsVersion, Cipher: tlsCipher}
-	}
+	r.Envelope.TLS = under
 	return r
 }
 
@@ -593,7 +591,7 @@ func (ss *session) authRecord(tlsVersion, tlsCipher string, isTLS bool) *storage
 // §4.4), as every MTA that takes a message does: with the protocol (RFC
 // 3848, RFC 6531), the session id that the session log and the 250 name,
 // and for a single recipient, that recipient (as Postfix does: with more,
-// each copy would show the others). isTLS is tlsNames' ok.
+// each copy would show the others). isTLS says whether tlsOf has a TLS.
 func (ss *session) writeReceived(buf *bytes.Buffer, now time.Time, id string, isTLS bool) {
 	remote := ""
 	if addr, ok := ss.conn.Conn().RemoteAddr().(*net.TCPAddr); ok {

@@ -12,8 +12,8 @@ type Envelope struct {
 	MailFrom string     // the MAIL FROM reverse-path, "" for <>
 }
 
-// TLS is the channel a message came over after STARTTLS, named as
-// crypto/tls names it (tls.VersionName, tls.CipherSuiteName).
+// TLS is the channel a message or a session came over after STARTTLS,
+// named as crypto/tls names it (tls.VersionName, tls.CipherSuiteName).
 type TLS struct {
 	Version string // "TLS 1.3"
 	Cipher  string // "TLS_AES_128_GCM_SHA256"

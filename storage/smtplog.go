@@ -21,8 +21,8 @@ type SMTPSession struct {
 	EndedAt   *time.Time // UTC, to the millisecond; nil while the session is open
 	Node      string     // the node that took the connection (spec §10); "" on one machine without a name
 	Client    SMTPClient
-	TLS       *SMTPTLS // nil when the session was not under TLS
-	MailFrom  string   // the reverse path of MAIL FROM, without brackets; "" for the null sender or no MAIL
+	TLS       *TLS   // nil when the session was not under TLS
+	MailFrom  string // the reverse path of MAIL FROM, without brackets; "" for the null sender or no MAIL
 	// Recipients holds each RCPT command of the session in order, refused
 	// ones too, repeats too.
 	Recipients []SMTPRecipient
@@ -39,12 +39,6 @@ type SMTPSession struct {
 type SMTPClient struct {
 	IP   string // the peer's address, without the port
 	HELO string // the name the client gave in EHLO or HELO
-}
-
-// SMTPTLS describes the TLS under a session.
-type SMTPTLS struct {
-	Version string // as crypto/tls names it: "TLS 1.3"
-	Cipher  string // as crypto/tls names it: "TLS_AES_128_GCM_SHA256"
 }
 
 // SMTPRecipient is one RCPT command of a session and burner's reply.

@@ -384,7 +384,7 @@ func (d *decoder) header(s *storage.SMTPSession, flags byte) {
 	}
 	s.ID, s.Node, s.Client.IP, s.Client.HELO, s.MailFrom = d.string(), d.string(), d.string(), d.string(), d.string()
 	if flags&flagTLS != 0 {
-		s.TLS = &storage.SMTPTLS{Version: d.string(), Cipher: d.string()}
+		s.TLS = &storage.TLS{Version: d.string(), Cipher: d.string()}
 	}
 }
 

@@ -41,7 +41,7 @@ func deliveredSession() storage.SMTPSession {
 
 func TestSMTPSessionRoundTrip(t *testing.T) {
 	full := deliveredSession()
-	full.TLS = &storage.SMTPTLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"}
+	full.TLS = &storage.TLS{Version: "TLS 1.3", Cipher: "TLS_AES_128_GCM_SHA256"}
 	full.Recipients = append(full.Recipients,
 		storage.SMTPRecipient{Address: "Bob@Inbox.test", Inbox: sp("bob"), Reply: sp("451 4.3.0 Try again later"), Fault: "rule-1"},
 		storage.SMTPRecipient{Address: "x@elsewhere.test", Reply: sp("550 5.1.1 Relay access denied: not an inbox domain here")},
